@@ -1,0 +1,45 @@
+# README's two commands: `make run` and `make test`. Everything they need is installed here.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+MOCK_PORT ?= 9300
+export DEBUG ?= 1
+
+.PHONY: run test bench soak install migrate check clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+migrate: $(STAMP)
+	$(BIN)/python manage.py migrate --noinput
+
+run: migrate
+	$(BIN)/python manage.py collectstatic --noinput >/dev/null
+	$(BIN)/python manage.py loadconfig deploy/demo.toml
+	@$(BIN)/python manage.py mockupstream --host 127.0.0.1 --port $(MOCK_PORT) & echo $$! > .mockupstream.pid
+	@trap 'kill $$(cat .mockupstream.pid) 2>/dev/null; rm -f .mockupstream.pid' EXIT INT TERM; \
+	echo ""; \
+	echo "Gateway on http://$(HOST):$(PORT) — demo client key: gw-demo-key"; \
+	echo "Try:"; \
+	echo "  curl http://$(HOST):$(PORT)/v1/chat/completions -H 'Authorization: Bearer gw-demo-key' -H 'Content-Type: application/json' -d '{\"model\":\"mock-text\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'"; \
+	echo "  python -c \"import openai; c=openai.OpenAI(base_url='http://$(HOST):$(PORT)/v1', api_key='gw-demo-key'); print(c.chat.completions.create(model='mock-text', messages=[{'role':'user','content':'Hi'}]).choices[0].message.content)\""; \
+	echo ""; \
+	$(BIN)/daphne -b $(HOST) -p $(PORT) gateway.asgi:application
+
+test: $(STAMP)
+	$(BIN)/python -m pytest tests
+	$(BIN)/mypy translation
+
+bench: migrate
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) db.sqlite3 staticfiles .mockupstream.pid

@@ -1,0 +1,116 @@
+"""``gateway.toml`` → providers, accounts, aliases and client keys, idempotently by name."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+
+from .models import PROTOCOL_CHOICES, Account, ApiKey, ModelAlias, Provider
+from .rules import validate_rules
+from .secrets import hash_client_key
+
+PROTOCOLS = {name for name, _ in PROTOCOL_CHOICES}
+PROVIDER_FIELDS = {
+    "headers": dict, "selection": str, "connect_timeout": float, "first_byte_timeout": float,
+    "idle_timeout": float, "proxy_url": str, "accepts_thinking": bool, "accepts_cache_control": bool,
+    "anthropic_version": str, "enabled": bool, "rules": list,
+}
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass
+class LoadReport:
+    created: dict[str, int] = field(default_factory=lambda: {"providers": 0, "accounts": 0, "aliases": 0, "client_keys": 0})
+    updated: dict[str, int] = field(default_factory=lambda: {"providers": 0, "accounts": 0, "aliases": 0, "client_keys": 0})
+
+    def count(self, kind: str, created: bool) -> None:
+        (self.created if created else self.updated)[kind] += 1
+
+
+def _require(obj: dict[str, Any], key: str, where: str, kind: type = str) -> Any:
+    value = obj.get(key)
+    if not isinstance(value, kind) or (kind is str and not value):
+        raise ConfigError(f"{where}: '{key}' is required and must be a {kind.__name__}")
+    return value
+
+
+def load_file(path: str | Path) -> LoadReport:
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    return load(data)
+
+
+@transaction.atomic
+def load(data: dict[str, Any]) -> LoadReport:
+    report = LoadReport()
+    for i, p in enumerate(data.get("providers", [])):
+        _load_provider(p, f"providers[{i}]", report)
+    for i, a in enumerate(data.get("aliases", [])):
+        where = f"aliases[{i}]"
+        name = _require(a, "name", where)
+        provider = Provider.objects.filter(name=_require(a, "provider", where)).first()
+        if provider is None:
+            raise ConfigError(f"{where}: unknown provider '{a['provider']}'")
+        _, created = ModelAlias.objects.update_or_create(
+            name=name, provider=provider,
+            defaults={"upstream_model": a.get("model", "*"), "priority": int(a.get("priority", 0))})
+        report.count("aliases", created)
+    for i, k in enumerate(data.get("client_keys", [])):
+        where = f"client_keys[{i}]"
+        key = ApiKey(name=_require(k, "name", where))
+        key.set_key(_require(k, "key", where))
+        _, created = ApiKey.objects.update_or_create(
+            name=key.name, defaults={"key_hash": hash_client_key(k["key"]), "key_hint": key.key_hint,
+                                     "allowed_models": list(k.get("allowed_models", [])),
+                                     "rate_limit_per_minute": k.get("rate_limit_per_minute"),
+                                     "daily_token_limit": k.get("daily_token_limit"),
+                                     "active": bool(k.get("active", True))})
+        report.count("client_keys", created)
+    return report
+
+
+def _load_provider(p: dict[str, Any], where: str, report: LoadReport) -> None:
+    name = _require(p, "name", where)
+    protocol = _require(p, "protocol", where)
+    if protocol not in PROTOCOLS:
+        raise ConfigError(f"{where}: protocol must be one of {', '.join(sorted(PROTOCOLS))}")
+    defaults: dict[str, Any] = {"protocol": protocol, "base_url": _require(p, "base_url", where),
+                                "served_models": list(p.get("models", []))}
+    for key, kind in PROVIDER_FIELDS.items():
+        if key in p:
+            value = p[key]
+            if kind is float and isinstance(value, int):
+                value = float(value)
+            if not isinstance(value, kind):
+                raise ConfigError(f"{where}: '{key}' must be a {kind.__name__}")
+            defaults[key] = value
+    if "rules" in defaults and (problems := validate_rules(defaults["rules"])):
+        raise ConfigError(f"{where}: " + "; ".join(problems))
+    provider, created = Provider.objects.update_or_create(name=name, defaults=defaults)
+    report.count("providers", created)
+    for j, a in enumerate(p.get("accounts", [])):
+        awhere = f"{where}.accounts[{j}]"
+        label = _require(a, "label", awhere)
+        secret = _require(a, "api_key", awhere)
+        account = Account.objects.filter(provider=provider, label=label).first()
+        created = account is None
+        if account is None:
+            account = Account(provider=provider, label=label)
+        if created or account.get_secret() != secret:
+            account.set_secret(secret)
+        if "balance" in a:
+            account.balance = Decimal(str(a["balance"]))
+        if "weight" in a:
+            account.weight = int(a["weight"])
+        account.save()
+        report.count("accounts", created)

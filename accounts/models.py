@@ -1,0 +1,181 @@
+"""The upstream pool (providers, accounts), client keys, routing and the audit trail."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+from . import secrets
+from .rules import DEFAULT_RULES
+
+PROTOCOL_CHOICES = [
+    ("openai_chat", "OpenAI Chat Completions"),
+    ("anthropic", "Anthropic Messages"),
+    ("responses", "OpenAI Responses"),
+]
+
+
+def default_rules() -> list[dict[str, object]]:
+    return [dict(r) for r in DEFAULT_RULES]
+
+
+class Provider(models.Model):
+    SELECTION_CHOICES = [("lru", "Least recently used"), ("balance", "Highest balance")]
+
+    name = models.SlugField(max_length=100, unique=True)
+    protocol = models.CharField(max_length=20, choices=PROTOCOL_CHOICES)
+    base_url = models.URLField(max_length=500, help_text="Version root, e.g. https://api.openai.com/v1")
+    headers = models.JSONField(default=dict, blank=True, help_text="Extra headers sent upstream")
+    served_models = models.JSONField(default=list, blank=True, help_text="Upstream model names this provider serves")
+    selection = models.CharField(max_length=10, choices=SELECTION_CHOICES, default="lru")
+    connect_timeout = models.FloatField(default=10.0)
+    first_byte_timeout = models.FloatField(default=120.0, help_text="Seconds until the upstream starts answering")
+    idle_timeout = models.FloatField(default=120.0, help_text="Longest silence allowed between stream chunks")
+    proxy_url = models.CharField(max_length=500, blank=True, default="")
+    proxy_failed_at = models.DateTimeField(null=True, blank=True)
+    accepts_thinking = models.BooleanField(default=True)
+    accepts_cache_control = models.BooleanField(default=True)
+    anthropic_version = models.CharField(max_length=20, default="2023-06-01")
+    rules = models.JSONField(default=default_rules, blank=True,
+                             help_text="Error classification rules, first match wins")
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Account(models.Model):
+    ACTIVE, COOLING, DISABLED = "active", "cooling", "disabled"
+    STATUS_CHOICES = [(ACTIVE, "Active"), (COOLING, "Cooling down"), (DISABLED, "Disabled")]
+
+    provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="accounts")
+    label = models.CharField(max_length=100)
+    secret_encrypted = models.TextField(editable=False)
+    key_hint = models.CharField(max_length=20, editable=False, default="")
+    status = models.CharField(max_length=10, choices=STATUS_CHOICES, default=ACTIVE)
+    cooldown_until = models.DateTimeField(null=True, blank=True)
+    disabled_by_hand = models.BooleanField(default=False)
+    balance = models.DecimalField(max_digits=14, decimal_places=4, null=True, blank=True)
+    weight = models.PositiveIntegerField(default=1)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    requests = models.BigIntegerField(default=0)
+    errors = models.BigIntegerField(default=0)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cached_tokens = models.BigIntegerField(default=0)
+    reasoning_tokens = models.BigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["provider", "label"], name="account_label_per_provider")]
+        indexes = [models.Index(fields=["provider", "status", "last_used_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.provider.name}/{self.label}"
+
+    def set_secret(self, plain: str) -> None:
+        self.secret_encrypted = secrets.encrypt(plain)
+        self.key_hint = secrets.mask(plain)
+
+    def get_secret(self) -> str:
+        return secrets.decrypt(self.secret_encrypted)
+
+
+class ApiKey(models.Model):
+    """A client key. Only its hash is stored; the plain key is shown once."""
+
+    name = models.CharField(max_length=100, unique=True)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    key_hint = models.CharField(max_length=20, editable=False, default="")
+    allowed_models = models.JSONField(default=list, blank=True, help_text="Glob patterns; empty allows all")
+    active = models.BooleanField(default=True)
+    rate_limit_per_minute = models.PositiveIntegerField(null=True, blank=True)
+    daily_token_limit = models.BigIntegerField(null=True, blank=True)
+    requests = models.BigIntegerField(default=0)
+    errors = models.BigIntegerField(default=0)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cached_tokens = models.BigIntegerField(default=0)
+    reasoning_tokens = models.BigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def set_key(self, plain: str) -> None:
+        self.key_hash = secrets.hash_client_key(plain)
+        self.key_hint = secrets.mask(plain)
+
+
+class ModelAlias(models.Model):
+    name = models.CharField(max_length=200, help_text='What clients ask for; glob patterns such as "claude-*" allowed')
+    provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="aliases")
+    upstream_model = models.CharField(max_length=200, help_text='"*" keeps the client\'s model name')
+    priority = models.IntegerField(default=0, help_text="Higher wins among matching patterns")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["name", "provider"], name="alias_per_provider")]
+        verbose_name_plural = "model aliases"
+
+    def __str__(self) -> str:
+        return f"{self.name} → {self.provider.name}:{self.upstream_model}"
+
+
+class DisableEvent(models.Model):
+    ENDED_BY = [("hand", "By hand"), ("cooldown", "End of cool-down"), ("probe", "Successful probe")]
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="disable_events")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    rule = models.CharField(max_length=100, blank=True, default="")
+    tier = models.CharField(max_length=50, blank=True, default="")
+    status_code = models.IntegerField(null=True, blank=True)
+    excerpt = models.TextField(blank=True, default="")
+    cooldown_until = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    ended_by = models.CharField(max_length=10, choices=ENDED_BY, blank=True, default="")
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.account} disabled {self.created_at:%Y-%m-%d %H:%M} ({self.tier})"
+
+
+class RequestLog(models.Model):
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    request_id = models.CharField(max_length=40, db_index=True)
+    client_key = models.ForeignKey(ApiKey, null=True, blank=True, on_delete=models.SET_NULL)
+    client_key_name = models.CharField(max_length=100, blank=True, default="")
+    client_protocol = models.CharField(max_length=20)
+    upstream_protocol = models.CharField(max_length=20, blank=True, default="")
+    provider = models.ForeignKey(Provider, null=True, blank=True, on_delete=models.SET_NULL)
+    account = models.ForeignKey(Account, null=True, blank=True, on_delete=models.SET_NULL)
+    model_requested = models.CharField(max_length=200, blank=True, default="")
+    model_sent = models.CharField(max_length=200, blank=True, default="")
+    stream = models.BooleanField(default=False)
+    status = models.IntegerField()
+    error_class = models.CharField(max_length=60, blank=True, default="")
+    attempts = models.JSONField(default=list)
+    attempt_count = models.IntegerField(default=0)
+    latency_ms = models.IntegerField(default=0)
+    ttfb_ms = models.IntegerField(null=True, blank=True)
+    input_tokens = models.IntegerField(default=0)
+    output_tokens = models.IntegerField(default=0)
+    cached_tokens = models.IntegerField(default=0)
+    reasoning_tokens = models.IntegerField(default=0)
+    finish_reason = models.CharField(max_length=40, blank=True, default="")
+    request_body = models.TextField(blank=True, default="")
+    response_body = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["account", "created_at"]),
+            models.Index(fields=["provider", "created_at"]),
+            models.Index(fields=["client_key", "created_at"]),
+            models.Index(fields=["status", "created_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.request_id} {self.status}"

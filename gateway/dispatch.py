@@ -1,0 +1,311 @@
+"""The dispatch loop: pick an account, call the upstream, classify, retry — one loop for all six paths.
+
+Retrying is possible until the first byte has gone to the client. A streaming
+upstream is therefore read until its first content event before the response
+is committed; an error before that (HTTP status, in-stream error event,
+network failure, silence past the idle timeout) is classified exactly like a
+non-2xx answer. After the commit, a failure ends the stream cleanly in the
+client's protocol (the encoder's error ending).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import email.utils
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from asgiref.sync import sync_to_async
+from django.http import HttpResponse, StreamingHttpResponse
+from django.utils import timezone
+
+from accounts import pool
+from accounts.rules import Verdict, classify
+from translation import ir, registry, sse
+from translation.fold import Folder
+from translation.protocol import EncodeContext, ProtocolModule
+
+from . import reqlog
+from .errors import NoAccounts, UpstreamFailed, UpstreamUnavailable
+from .relay import TIMEOUT, UpstreamStream, read_until_content
+from .responses import SSE_HEADERS, json_response
+from .routing import Route
+from .state import KeyInfo
+from .upstream import NETWORK_ERRORS, UpstreamTarget, upstream
+
+log = logging.getLogger(__name__)
+
+ERROR_BODY_LIMIT = 64 * 1024
+
+
+@dataclass
+class Exchange:
+    """One client request on its way through the gateway."""
+
+    request_id: str
+    client: ProtocolModule
+    key: KeyInfo
+    body: dict[str, Any]
+    request: ir.Request
+    route: Route
+    started: float = field(default_factory=time.monotonic)
+    record: reqlog.LogRecord = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.record = reqlog.LogRecord(
+            request_id=self.request_id, client_protocol=self.client.NAME, client_key_id=self.key.id,
+            client_key_name=self.key.name, upstream_protocol=self.route.provider.protocol,
+            provider_id=self.route.provider.id, model_requested=self.request.model,
+            model_sent=self.route.upstream_model, stream=self.request.stream,
+        )
+
+    def elapsed_ms(self) -> int:
+        return int((time.monotonic() - self.started) * 1000)
+
+
+class _Retry(Exception):
+    """This attempt failed in a way another account may fix."""
+
+
+def upstream_body(ex: Exchange, proto: ProtocolModule) -> bytes:
+    provider, model = ex.route.provider, ex.route.upstream_model
+    if proto is ex.client:
+        # Same protocol: the client's own body, so fields we don't model still reach the upstream.
+        body = proto.passthrough_request(ex.body, model, provider.caps)
+    else:
+        body = proto.build_request(ex.request, model, provider.caps)
+    return sse.dumps(body).encode()
+
+
+async def dispatch(ex: Exchange, max_attempts: int, keepalive: float) -> HttpResponse:
+    provider = ex.route.provider
+    proto = registry.get(provider.protocol)
+    body = upstream_body(ex, proto)
+    tried: list[int] = []
+    last_network_error: str | None = None
+    for _ in range(max_attempts):
+        account = await sync_to_async(pool.select_account, thread_sensitive=False)(
+            provider.id, tried, provider.selection)
+        if account is None:
+            break
+        tried.append(account.pk)
+        ex.record.account_id = account.pk
+        secret = account.get_secret()
+        attempt = reqlog.Attempt(account.pk, account.label, None, "ok", 0)
+        ex.record.attempts.append(attempt)
+        t0 = time.monotonic()
+        try:
+            return await _attempt(ex, proto, UpstreamTarget(provider, secret, proto.PATH), body,
+                                  attempt, keepalive, secret)
+        except _Retry:
+            last_network_error = attempt.error if attempt.verdict == "network" else None
+            continue
+        finally:
+            attempt.latency_ms = int((time.monotonic() - t0) * 1000)
+    ex.record.account_id = None if not tried else ex.record.account_id
+    if last_network_error is not None:
+        raise UpstreamUnavailable(f"The upstream could not be reached: {last_network_error}")
+    raise NoAccounts("No active upstream accounts are available for this model; try again later")
+
+
+async def _attempt(ex: Exchange, proto: ProtocolModule, target: UpstreamTarget, body: bytes,
+                   attempt: reqlog.Attempt, keepalive: float, secret: str) -> HttpResponse:
+    provider = target.provider
+    try:
+        response = await upstream.send(target, body)
+    except NETWORK_ERRORS as exc:
+        attempt.verdict, attempt.error = "network", _network_text(exc)
+        raise _Retry from exc
+    attempt.status = response.status_code
+    if response.status_code >= 400:
+        raw = await _read_capped(response, provider.first_byte_timeout)
+        err = proto.parse_error(response.status_code, raw)
+        await _judge(ex, attempt, err, raw.decode("utf-8", "replace"), secret, response.headers)
+        raise AssertionError("unreachable")  # _judge always raises
+    if ex.request.stream:
+        return await _open_stream(ex, proto, response, attempt, keepalive, secret)
+    return await _json(ex, proto, response, attempt, secret)
+
+
+async def _judge(ex: Exchange, attempt: reqlog.Attempt, err: ir.Error, text: str, secret: str,
+                 headers: httpx.Headers | None = None) -> None:
+    """Apply the classifier's verdict to a failed attempt: raise _Retry or the client's error."""
+
+    verdict: Verdict = classify(ex.route.provider.rules, err.status, f"{err.message}\n{text}")
+    attempt.verdict, attempt.tier = verdict.action, verdict.tier
+    attempt.status = err.status
+    attempt.error = pool.redact(err.message or text, [secret])
+    if verdict.action == "disable":
+        cooldown = _retry_after(headers)
+        await sync_to_async(pool.disable_account, thread_sensitive=False)(
+            attempt.account_id or 0, rule=verdict.rule, tier=verdict.tier, status_code=err.status,
+            excerpt=pool.redact(text or err.message, [secret]), cooldown_until=cooldown)
+        raise _Retry
+    if verdict.action == "retry":
+        raise _Retry
+    # Returned to the client unchanged, in the client's envelope, with the upstream's status.
+    raise UpstreamFailed(err.status, pool.redact(err.message, [secret]) or "upstream error", err.error_type)
+
+
+def _retry_after(headers: httpx.Headers | None) -> dt.datetime | None:
+    value = headers.get("retry-after") if headers is not None else None
+    if not value:
+        return None
+    try:
+        return timezone.now() + dt.timedelta(seconds=float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return parsed if parsed and parsed.tzinfo else None
+
+
+def _network_text(exc: BaseException) -> str:
+    if isinstance(exc, asyncio.TimeoutError):
+        return "timed out waiting for the upstream"
+    return f"{type(exc).__name__}: {exc}"[:300]
+
+
+async def _read_capped(response: httpx.Response, timeout: float) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async with asyncio.timeout(timeout):
+            async for chunk in response.aiter_raw():
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > ERROR_BODY_LIMIT:
+                    break
+    except NETWORK_ERRORS:
+        pass
+    finally:
+        await response.aclose()
+    return b"".join(chunks)[:ERROR_BODY_LIMIT]
+
+
+async def _json(ex: Exchange, proto: ProtocolModule, response: httpx.Response,
+                attempt: reqlog.Attempt, secret: str) -> HttpResponse:
+    provider = ex.route.provider
+    try:
+        async with asyncio.timeout(provider.first_byte_timeout + provider.idle_timeout):
+            raw = await response.aread()
+    except NETWORK_ERRORS as exc:
+        attempt.verdict, attempt.error = "network", _network_text(exc)
+        raise _Retry from exc
+    finally:
+        await response.aclose()
+    try:
+        resp = proto.parse_response(sse.loads(raw))
+    except (ValueError, ir.DecodeError) as exc:
+        attempt.verdict, attempt.error = "malformed", pool.redact(str(exc), [secret])
+        raise _Retry from exc
+    if resp.error is not None:
+        await _judge(ex, attempt, resp.error, "", secret)
+    ex.record.ttfb_ms = ex.elapsed_ms()
+    ctx = EncodeContext(model=ex.request.model, request=ex.request, body=ex.body)
+    out = ex.client.render_response(resp, ctx)
+    _finish_record(ex, 200, resp.usage, resp.finish)
+    ex.record.response_body = reqlog.capped(sse.dumps(out))
+    reqlog.submit(ex.record)
+    return json_response(out, 200)
+
+
+async def _open_stream(ex: Exchange, proto: ProtocolModule, response: httpx.Response,
+                       attempt: reqlog.Attempt, keepalive: float, secret: str) -> HttpResponse:
+    provider = ex.route.provider
+    stream = UpstreamStream(response, proto.stream_decoder(), provider.idle_timeout)
+    try:
+        first, why = await read_until_content(stream, keepalive)
+    except BaseException:
+        stream.close()
+        raise
+    if why == "error" and not any(isinstance(e, (ir.BlockStart, ir.BlockDelta)) for e in first):
+        stream.close()
+        err = next(e for e in first if isinstance(e, ir.Error))
+        if err.error_type in ("upstream_disconnected", "upstream_timeout", "upstream_truncated",
+                              "malformed_upstream"):
+            attempt.verdict, attempt.error = "network", err.message
+            raise _Retry
+        await _judge(ex, attempt, err, "", secret)
+    ex.record.ttfb_ms = ex.elapsed_ms()
+    writer = _StreamWriter(ex, stream, keepalive)
+    resp = StreamingHttpResponse(writer.body(first), content_type="text/event-stream", headers=SSE_HEADERS)
+    return resp
+
+
+class _StreamWriter:
+    """Encodes IR events for the client, with keepalives, idle timeout and a clean end."""
+
+    def __init__(self, ex: Exchange, stream: UpstreamStream, keepalive: float) -> None:
+        self.ex = ex
+        self.stream = stream
+        self.keepalive = keepalive
+        self.encoder = ex.client.stream_encoder(EncodeContext(model=ex.request.model, request=ex.request,
+                                                              body=ex.body))
+        self.tap = Folder()
+        self.status = 200
+        self.error_class = ""
+
+    def _feed(self, events: list[ir.Event]) -> list[bytes]:
+        out: list[bytes] = []
+        for event in events:
+            if isinstance(event, (ir.Usage, ir.Finish, ir.Error)):
+                self.tap.feed(event)
+            if isinstance(event, ir.Error):
+                self.error_class = event.error_type
+            out.extend(self.encoder.feed(event))
+        return out
+
+    async def body(self, first: list[ir.Event]) -> AsyncIterator[bytes]:
+        stream = self.stream
+        try:
+            pending = self._feed(first)
+            if not pending:
+                pending = [sse.comment()]  # bytes on the wire now, even before the first token
+            for chunk in pending:
+                yield chunk
+            while True:
+                wait = min(self.keepalive, stream.idle_timeout - stream.idle_for())
+                item = await stream.next(wait)
+                if item is None:
+                    break
+                if item == TIMEOUT:
+                    if stream.idle_for() >= stream.idle_timeout:
+                        stream.close()
+                        for chunk in self._feed([ir.Error("upstream stalled past its idle timeout",
+                                                          error_type="upstream_timeout", status=504)]):
+                            yield chunk
+                        break
+                    yield sse.comment()
+                    continue
+                for chunk in self._feed(item):
+                    yield chunk
+            for chunk in self.encoder.finish():
+                yield chunk
+        except asyncio.CancelledError:
+            self.error_class = self.error_class or "client_disconnected"
+            raise
+        finally:
+            stream.close()
+            self._log()
+
+    def _log(self) -> None:
+        resp = self.tap.response
+        _finish_record(self.ex, self.status, resp.usage, resp.finish)
+        if self.error_class:
+            self.ex.record.error_class = self.error_class
+        reqlog.submit(self.ex.record)
+
+
+def _finish_record(ex: Exchange, status: int, usage: ir.Usage, finish: ir.Finish | None) -> None:
+    rec = ex.record
+    rec.status = status
+    rec.latency_ms = ex.elapsed_ms()
+    rec.input_tokens = usage.input_tokens or 0
+    rec.output_tokens = usage.output_tokens or 0
+    rec.cached_tokens = usage.cached_tokens or 0
+    rec.reasoning_tokens = usage.reasoning_tokens or 0
+    rec.finish_reason = finish.reason.value if finish else ""

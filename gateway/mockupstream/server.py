@@ -1,0 +1,330 @@
+"""The mock upstream's HTTP side (aiohttp.web): routing, auth, faults, streaming.
+
+Scenario logic lives in :mod:`.scenarios`; this module only runs a plan through
+the protocol's real encoder and writes every SSE event on its own.
+
+Endpoints: ``POST /v1`` + each protocol's PATH (``/v1/chat/completions``,
+``/v1/messages`` (``?beta=true`` too), ``/v1/responses``), ``GET /v1/models``,
+and for tests ``GET /_mock/stats``, ``POST /_mock/reset``, ``GET /_mock/requests``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from translation import fold, ir, registry
+from translation.protocol import EncodeContext, ProtocolModule, StreamEncoder
+
+from . import scenarios
+from .scenarios import Ending, Fault, JsonMode, Pause, Plan, Raw
+
+RECENT_REQUESTS = 50
+MODELS_CREATED = 1_700_000_000
+_INVALID = object()  # a body that is not JSON
+
+
+@dataclass
+class MockState:
+    """Counters and the last requests; one per application."""
+
+    requests: int = 0
+    streams_open: int = 0
+    streams_completed: int = 0
+    streams_cancelled: int = 0
+    by_key: Counter[str] = field(default_factory=Counter)
+    recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RECENT_REQUESTS))
+
+    def stats(self) -> dict[str, Any]:
+        return {"requests": self.requests, "streams_open": self.streams_open,
+                "streams_completed": self.streams_completed,
+                "streams_cancelled": self.streams_cancelled, "by_key": dict(self.by_key)}
+
+    def reset(self) -> None:
+        # Streams still running keep their slot in streams_open.
+        self.requests = self.streams_completed = self.streams_cancelled = 0
+        self.by_key.clear()
+        self.recent.clear()
+
+
+STATE = web.AppKey("mock_state", MockState)
+
+
+def make_app() -> web.Application:
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app[STATE] = MockState()
+    for proto in registry.PROTOCOLS.values():
+        app.router.add_post("/v1" + proto.PATH, _protocol_handler(proto))
+    app.router.add_get("/v1/models", _models)
+    app.router.add_get("/_mock/stats", _stats)
+    app.router.add_post("/_mock/reset", _reset)
+    app.router.add_get("/_mock/requests", _requests)
+    return app
+
+
+def run(host: str = "127.0.0.1", port: int = 9300) -> None:
+    """Serve until interrupted (the management command's body)."""
+
+    web.run_app(make_app(), host=host, port=port, access_log=None, handler_cancellation=True,
+                shutdown_timeout=1.0, print=lambda _msg: None)
+
+
+# ----------------------------------------------------------------- LLM endpoints
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _protocol_handler(proto: ProtocolModule) -> Handler:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return await _serve(request, proto)
+
+    return handler
+
+
+async def _serve(request: web.Request, proto: ProtocolModule) -> web.StreamResponse:
+    state = request.app[STATE]
+    raw = await request.read()
+    body = _decode(raw)
+    key = _api_key(request)
+    _record(state, request, raw, body, key)
+    if key is None:
+        return _fault_response(proto, scenarios.MISSING_KEY)
+    fault = scenarios.fault_for_key(key)
+    if fault is not None and not fault.in_stream:
+        return _fault_response(proto, fault)
+    if body is _INVALID:
+        return _json(400, proto.render_error(400, "Could not parse the request body as JSON.",
+                                             "invalid_request_error"))
+    try:
+        req = proto.parse_request(body)
+    except ir.InvalidRequest as exc:
+        return _json(400, proto.render_error(400, exc.message, "invalid_request_error", exc.param))
+    stream = isinstance(body, dict) and body.get("stream") is True
+    if fault is not None and not stream:
+        return _fault_response(proto, fault)
+    plan = (scenarios.stream_error_plan(req, proto.NAME, fault) if fault is not None
+            else scenarios.plan(req, proto.NAME))
+    ctx = EncodeContext(model=req.model, request=req, body=body if isinstance(body, dict) else {})
+    if stream:
+        encoder: StreamEncoder = (scenarios.NonstandardChatEncoder() if plan.nonstandard
+                                  else proto.stream_encoder(ctx))
+        return await _stream(request, plan, encoder, state)
+    return await _answer(request, plan, proto, ctx)
+
+
+async def _answer(request: web.Request, plan: Plan, proto: ProtocolModule,
+                  ctx: EncodeContext) -> web.StreamResponse:
+    if plan.json_mode is JsonMode.ABORT:
+        _drop_connection(request)
+        return web.Response()  # never sent: aiohttp finds the transport closed
+    if plan.json_mode is JsonMode.STALL:
+        await _idle(request, scenarios.STALL_SECONDS)
+    elif plan.json_delay:
+        await _idle(request, plan.json_delay)
+    return _json(200, proto.render_response(fold.fold(plan.answer), ctx))
+
+
+async def _stream(request: web.Request, plan: Plan, encoder: StreamEncoder,
+                  state: MockState) -> web.StreamResponse:
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                       "Cache-Control": "no-cache"})
+    if plan.close_connection:
+        resp.force_close()
+    await resp.prepare(request)  # headers go out now, before any pause
+    state.streams_open += 1
+    completed = False
+    try:
+        for step in plan.steps:
+            if isinstance(step, Pause):
+                if not await _idle(request, step.seconds):
+                    raise ConnectionResetError("client went away")
+            elif isinstance(step, Raw):
+                await resp.write(step.data)
+            else:
+                for chunk in encoder.feed(step):
+                    await resp.write(chunk)
+        completed = await _end(request, resp, plan.ending, encoder)
+    except (ConnectionError, asyncio.CancelledError):
+        completed = False
+        raise
+    finally:
+        state.streams_open -= 1
+        if completed:
+            state.streams_completed += 1
+        else:
+            state.streams_cancelled += 1
+    return resp
+
+
+async def _end(request: web.Request, resp: web.StreamResponse, ending: Ending,
+               encoder: StreamEncoder) -> bool:
+    """Write the plan's ending; True when it ran to its end with the client still there."""
+
+    match ending:
+        case Ending.FINISH:
+            for chunk in encoder.finish():
+                await resp.write(chunk)
+        case Ending.TRUNCATE:
+            pass
+        case Ending.STALL:
+            if not await _idle(request, scenarios.STALL_SECONDS):
+                return False
+        case Ending.ABORT:
+            _drop_connection(request)
+            return True
+    await resp.write_eof()
+    return True
+
+
+# ----------------------------------------------------------------- helpers
+
+
+def _decode(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return _INVALID
+
+
+def _api_key(request: web.Request) -> str | None:
+    auth = request.headers.get("Authorization", "")
+    if auth[:7].lower() == "bearer " and auth[7:].strip():
+        return auth[7:].strip()
+    return request.headers.get("x-api-key", "").strip() or None
+
+
+def _key_suffix(key: str | None) -> str | None:
+    """The key's last 4 characters; nothing for keys too short to hide the rest."""
+
+    if key is None:
+        return None
+    return key[-4:] if len(key) >= 8 else ""
+
+
+def _record(state: MockState, request: web.Request, raw: bytes, body: Any,
+            key: str | None) -> None:
+    suffix = _key_suffix(key)
+    state.requests += 1
+    if suffix is not None:
+        state.by_key["..." + suffix] += 1
+    state.recent.append({
+        "path": request.path, "query": request.query_string, "key_suffix": suffix,
+        "body": raw.decode("utf-8", "replace") if body is _INVALID else body,
+    })
+
+
+def _fault_response(proto: ProtocolModule, fault: Fault) -> web.Response:
+    body = proto.render_error(fault.status, fault.message, None)
+    err = body.get("error")
+    if fault.code and isinstance(err, dict) and "code" in err:
+        err["code"] = fault.code  # OpenAI-style envelopes carry a machine-readable code
+    return _json(fault.status, body, fault.headers)
+
+
+def _json(status: int, obj: Any, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(status=status, body=orjson.dumps(obj), content_type="application/json",
+                        headers=headers)
+
+
+def _gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
+async def _idle(request: web.Request, seconds: float) -> bool:
+    """Wait ``seconds``; False as soon as the client has gone away."""
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while (left := deadline - loop.time()) > 0:
+        if _gone(request):
+            return False
+        await asyncio.sleep(min(left, 0.25))
+    return not _gone(request)
+
+
+def _drop_connection(request: web.Request) -> None:
+    """Close the TCP connection: what was written is flushed, nothing more is sent."""
+
+    if request.transport is not None:
+        request.transport.close()
+
+
+# ----------------------------------------------------------------- other endpoints
+
+
+async def _models(request: web.Request) -> web.Response:
+    data = [{"id": m, "object": "model", "created": MODELS_CREATED, "owned_by": "mock"}
+            for m in scenarios.MODELS]
+    return _json(200, {"object": "list", "data": data})
+
+
+async def _stats(request: web.Request) -> web.Response:
+    return _json(200, request.app[STATE].stats())
+
+
+async def _reset(request: web.Request) -> web.Response:
+    request.app[STATE].reset()
+    return _json(200, request.app[STATE].stats())
+
+
+async def _requests(request: web.Request) -> web.Response:
+    return _json(200, {"requests": list(request.app[STATE].recent)})
+
+
+# ----------------------------------------------------------------- in-process server
+
+
+class ServerThread:
+    """The mock upstream on its own event loop in a daemon thread (tests, bench).
+
+    ``with ServerThread() as server: server.url`` — port 0 picks a free port.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.host, self.port = host, port
+        self.app = make_app()
+        self._loop = asyncio.new_event_loop()
+        self._runner = web.AppRunner(self.app, access_log=None, handler_cancellation=True,
+                                     shutdown_timeout=0.5)
+        self._thread = threading.Thread(target=self._loop.run_forever, name="mockupstream",
+                                        daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def state(self) -> MockState:
+        return self.app[STATE]
+
+    def start(self) -> ServerThread:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=10)
+        return self
+
+    async def _start(self) -> None:
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+    def __enter__(self) -> ServerThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

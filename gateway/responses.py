@@ -1,0 +1,27 @@
+"""HTTP response helpers shared by the API views."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from django.http import HttpResponse
+
+SSE_HEADERS = {
+    "Cache-Control": "no-cache",
+    "Connection": "keep-alive",
+    "X-Accel-Buffering": "no",
+}
+
+CORS_HEADERS = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Allow-Methods": "GET, POST, PUT, DELETE, OPTIONS",
+    "Access-Control-Allow-Headers": "Content-Type, Authorization, X-API-Key",
+}
+
+
+def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> HttpResponse:
+    resp = HttpResponse(orjson.dumps(data), status=status, content_type="application/json")
+    for name, value in (headers or {}).items():
+        resp[name] = value
+    return resp

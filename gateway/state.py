@@ -1,0 +1,111 @@
+"""A short-lived in-process snapshot of configuration: providers, aliases, client keys.
+
+These change rarely and are read on every request, so each process keeps a
+copy for ``GATEWAY_CONFIG_TTL`` seconds instead of querying per request. Pool
+state (which account is usable) is NOT cached here: it must be shared across
+processes and is read at selection time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from translation.ir import UpstreamCaps
+
+
+@dataclass(frozen=True)
+class ProviderInfo:
+    id: int
+    name: str
+    protocol: str
+    base_url: str
+    headers: dict[str, str]
+    served_models: tuple[str, ...]
+    selection: str
+    connect_timeout: float
+    first_byte_timeout: float
+    idle_timeout: float
+    proxy_url: str
+    caps: UpstreamCaps
+    anthropic_version: str
+    rules: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    id: int
+    name: str
+    allowed_models: tuple[str, ...]
+    rate_limit_per_minute: int | None
+    daily_token_limit: int | None
+
+
+@dataclass(frozen=True)
+class AliasInfo:
+    pattern: str
+    is_glob: bool
+    provider_id: int
+    upstream_model: str
+    priority: int
+
+
+@dataclass
+class Snapshot:
+    providers: dict[int, ProviderInfo] = field(default_factory=dict)
+    aliases: list[AliasInfo] = field(default_factory=list)
+    keys: dict[str, KeyInfo] = field(default_factory=dict)  # by key hash
+    loaded_at: float = 0.0
+
+
+def _load() -> Snapshot:
+    from accounts.models import ApiKey, ModelAlias, Provider
+
+    snap = Snapshot(loaded_at=time.monotonic())
+    for p in Provider.objects.filter(enabled=True):
+        snap.providers[p.pk] = ProviderInfo(
+            id=p.pk, name=p.name, protocol=p.protocol, base_url=p.base_url,
+            headers={str(k): str(v) for k, v in (p.headers or {}).items()},
+            served_models=tuple(p.served_models or ()), selection=p.selection,
+            connect_timeout=p.connect_timeout, first_byte_timeout=p.first_byte_timeout,
+            idle_timeout=p.idle_timeout, proxy_url=p.proxy_url,
+            caps=UpstreamCaps(thinking=p.accepts_thinking, cache_control=p.accepts_cache_control),
+            anthropic_version=p.anthropic_version, rules=list(p.rules or []),
+        )
+    for a in ModelAlias.objects.filter(provider__enabled=True).order_by("-priority", "id"):
+        snap.aliases.append(AliasInfo(a.name, any(c in a.name for c in "*?["), a.provider_id,
+                                      a.upstream_model, a.priority))
+    for k in ApiKey.objects.filter(active=True):
+        snap.keys[k.key_hash] = key_info(k)
+    return snap
+
+
+def key_info(k: Any) -> KeyInfo:
+    return KeyInfo(k.pk, k.name, tuple(k.allowed_models or ()), k.rate_limit_per_minute, k.daily_token_limit)
+
+
+class SnapshotCache:
+    def __init__(self) -> None:
+        self._snap = Snapshot()
+        self._lock: asyncio.Lock | None = None
+
+    async def get(self) -> Snapshot:
+        if time.monotonic() - self._snap.loaded_at < settings.GATEWAY_CONFIG_TTL:
+            return self._snap
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:  # one reload at a time; the others wait for it
+            if time.monotonic() - self._snap.loaded_at >= settings.GATEWAY_CONFIG_TTL:
+                self._snap = await sync_to_async(_load, thread_sensitive=False)()
+        return self._snap
+
+    def invalidate(self) -> None:
+        self._snap = Snapshot()
+
+
+config = SnapshotCache()

@@ -1,0 +1,76 @@
+"""``loadconfig`` creates or updates the pool from TOML, idempotently by name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from accounts.models import Account, ApiKey, ModelAlias, Provider
+from accounts.secrets import hash_client_key
+
+CONFIG = """
+[[providers]]
+name = "pool-a"
+protocol = "openai_chat"
+base_url = "http://127.0.0.1:9300/v1"
+models = ["gpt-5-mini"]
+selection = "lru"
+[[providers.accounts]]
+label = "a1"
+api_key = "sk-first-account-key"
+balance = 12.5
+[[providers.accounts]]
+label = "a2"
+api_key = "sk-second-account-key"
+
+[[aliases]]
+name = "claude-*"
+provider = "pool-a"
+model = "gpt-5-mini"
+
+[[client_keys]]
+name = "dev"
+key = "gw-dev-key"
+"""
+
+pytestmark = pytest.mark.django_db
+
+
+def write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "gateway.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_loads_providers_accounts_aliases_and_keys(tmp_path: Path) -> None:
+    call_command("loadconfig", write(tmp_path, CONFIG))
+    provider = Provider.objects.get(name="pool-a")
+    assert provider.protocol == "openai_chat" and provider.served_models == ["gpt-5-mini"]
+    a1 = Account.objects.get(provider=provider, label="a1")
+    assert a1.get_secret() == "sk-first-account-key"
+    assert "sk-first-account-key" not in a1.secret_encrypted  # encrypted at rest
+    assert a1.key_hint == "sk-…-key"
+    assert float(a1.balance) == 12.5
+    assert ModelAlias.objects.get(name="claude-*").upstream_model == "gpt-5-mini"
+    key = ApiKey.objects.get(name="dev")
+    assert key.key_hash == hash_client_key("gw-dev-key")
+    assert "gw-dev-key" not in key.key_hash
+
+
+def test_loading_twice_changes_nothing_and_updates_by_name(tmp_path: Path) -> None:
+    call_command("loadconfig", write(tmp_path, CONFIG))
+    call_command("loadconfig", write(tmp_path, CONFIG.replace("sk-second-account-key", "sk-rotated-account-key")))
+    assert Provider.objects.count() == 1
+    assert Account.objects.count() == 2
+    assert ModelAlias.objects.count() == 1
+    assert ApiKey.objects.count() == 1
+    assert Account.objects.get(label="a2").get_secret() == "sk-rotated-account-key"
+
+
+def test_bad_config_names_the_field(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match=r"providers\[0\].*protocol"):
+        call_command("loadconfig", write(tmp_path, CONFIG.replace('"openai_chat"', '"carrier-pigeon"')))
+    with pytest.raises(CommandError, match="unknown provider"):
+        call_command("loadconfig", write(tmp_path, CONFIG.replace('provider = "pool-a"', 'provider = "nope"')))

@@ -1,0 +1,80 @@
+"""Real processes on loopback ports for end-to-end tests: the scripted upstream and Daphne."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            out = proc.stdout.read().decode() if proc.stdout else ""
+            raise RuntimeError(f"server exited with {proc.returncode}:\n{out[-4000:]}")
+        try:
+            httpx.get(url, timeout=1.0)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{url} did not answer within {timeout}s")
+
+
+def database_url(settings_dict: dict[str, Any]) -> str:
+    if settings_dict["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{settings_dict['NAME']}"
+    user = settings_dict.get("USER") or "postgres"
+    host = settings_dict.get("HOST") or "127.0.0.1"
+    port = settings_dict.get("PORT") or 5432
+    pw = f":{settings_dict['PASSWORD']}" if settings_dict.get("PASSWORD") else ""
+    return f"postgres://{user}{pw}@{host}:{port}/{settings_dict['NAME']}"
+
+
+class Server:
+    def __init__(self, args: list[str], port: int, env: dict[str, str], health: str) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        log = open(ROOT / "artifacts" / f"server-{port}.log", "wb") if (ROOT / "artifacts").is_dir() else subprocess.DEVNULL
+        self.proc = subprocess.Popen(args, cwd=ROOT, env={**os.environ, **env}, stdout=log,
+                                     stderr=subprocess.STDOUT)
+        wait_http(self.url + health, self.proc)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def start_mock() -> Server:
+    port = free_port()
+    return Server([sys.executable, "manage.py", "mockupstream", "--host", "127.0.0.1", "--port", str(port)],
+                  port, {}, "/v1/models")
+
+
+def start_gateway(db_url: str, extra_env: dict[str, str] | None = None) -> Server:
+    port = free_port()
+    env = {"DATABASE_URL": db_url, "GATEWAY_CONFIG_TTL": "0", "GATEWAY_KEEPALIVE_SECONDS": "1",
+           "SECRET_KEY": os.environ["SECRET_KEY"], **(extra_env or {})}
+    return Server([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                   "gateway.asgi:application"], port, env, "/healthz")

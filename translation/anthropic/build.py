@@ -1,0 +1,274 @@
+"""IR request → Messages upstream body, and the same-protocol passthrough."""
+
+from __future__ import annotations
+
+import base64
+import urllib.parse
+from typing import Any, assert_never
+
+from .. import ir, reasoning, repair
+from .wire import parse_arguments
+
+DEFAULT_MAX_TOKENS = 4096
+# Room for the answer itself when a thinking budget would eat the whole max_tokens.
+ANSWER_HEADROOM = 4096
+_TOOL_CHOICE: dict[str, str] = {"auto": "auto", "required": "any", "named": "tool", "none": "none"}
+# Order of blocks inside one message: Anthropic wants tool results first in a
+# user turn, and thinking → text → tool_use in an assistant turn.
+_USER_ORDER = {"tool_result": 0}
+_ASSISTANT_ORDER = {"thinking": 0, "redacted_thinking": 0, "tool_use": 2}
+
+
+def build_request(req: ir.Request, model: str, caps: ir.UpstreamCaps) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": model, "max_tokens": req.max_tokens or DEFAULT_MAX_TOKENS}
+    if len(req.system) == 1:
+        body["system"] = req.system[0].text
+    elif req.system:
+        body["system"] = [{"type": "text", "text": p.text} for p in req.system]
+    body["messages"] = _messages(repair.complete_orphan_tool_calls(req.messages), caps)
+    if req.tools:
+        body["tools"] = [_tool(t) for t in req.tools]
+        choice = _tool_choice(req)
+        if choice is not None:
+            body["tool_choice"] = choice
+    thinking = _thinking(req, caps)
+    if thinking is not None:
+        budget = thinking["budget_tokens"]
+        body["thinking"] = thinking
+        if body["max_tokens"] <= budget:
+            body["max_tokens"] = budget + ANSWER_HEADROOM
+        # With thinking on the API rejects temperature/top_p changes: dropped on purpose.
+    else:
+        if req.temperature is not None:
+            body["temperature"] = req.temperature
+        if req.top_p is not None:
+            body["top_p"] = req.top_p
+    if req.stop:
+        body["stop_sequences"] = list(req.stop)
+    if req.user is not None:
+        body["metadata"] = {"user_id": req.user}
+    body["stream"] = req.stream
+    return body
+
+
+# ----------------------------------------------------------------- messages
+
+
+def _messages(messages: list[ir.Message], caps: ir.UpstreamCaps) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for msg in messages:
+        blocks = [b for part in msg.parts for b in _blocks(part, msg.role, caps)]
+        if not blocks:
+            continue  # an empty turn is a 400 upstream (e.g. only unsigned reasoning)
+        if out and out[-1]["role"] == msg.role:
+            out[-1]["content"].extend(blocks)  # consecutive same-role turns merge
+        else:
+            out.append({"role": msg.role, "content": blocks})
+    for item in out:
+        order = _USER_ORDER if item["role"] == "user" else _ASSISTANT_ORDER
+        item["content"].sort(key=lambda b: order.get(b["type"], 1))  # stable
+    return out
+
+
+def _blocks(part: ir.Part, role: str, caps: ir.UpstreamCaps) -> list[dict[str, Any]]:
+    match part:
+        case ir.TextPart():
+            # Anthropic rejects empty text blocks.
+            return [{"type": "text", "text": part.text}] if part.text else []
+        case ir.ImagePart():
+            # Assistant turns cannot carry images on Anthropic.
+            return [_image(part)] if role == "user" else []
+        case ir.ToolCallPart():
+            return [{"type": "tool_use", "id": part.id, "name": part.name, "input": parse_arguments(part.arguments)}]
+        case ir.ToolResultPart():
+            return [_tool_result(part)]
+        case ir.ReasoningPart():
+            return _reasoning(part, caps)
+        case _:
+            assert_never(part)
+
+
+def _reasoning(part: ir.ReasoningPart, caps: ir.UpstreamCaps) -> list[dict[str, Any]]:
+    if not caps.thinking:
+        return []
+    if part.redacted is not None:
+        return [{"type": "redacted_thinking", "data": part.redacted}]
+    if part.signature:
+        return [{"type": "thinking", "thinking": part.text, "signature": part.signature}]
+    # An unsigned thinking block is rejected upstream: dropped on purpose.
+    return []
+
+
+def _image(part: ir.ImagePart) -> dict[str, Any]:
+    if part.data is not None:
+        source = {"type": "base64", "media_type": part.media_type or "image/png", "data": part.data}
+    elif part.url is not None and part.url.startswith("data:"):
+        source = _data_url_source(part.url)
+    else:
+        source = {"type": "url", "url": part.url or ""}
+    return {"type": "image", "source": source}
+
+
+def _data_url_source(url: str) -> dict[str, Any]:
+    """``data:<media type>[;base64],<payload>`` → a base64 source."""
+
+    header, _, payload = url[len("data:"):].partition(",")
+    params = header.split(";")
+    media_type = params[0] or "image/png"
+    if "base64" not in params[1:]:
+        payload = base64.b64encode(urllib.parse.unquote_to_bytes(payload)).decode()
+    return {"type": "base64", "media_type": media_type, "data": payload}
+
+
+def _tool_result(part: ir.ToolResultPart) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.tool_call_id}
+    if len(part.content) == 1 and isinstance(part.content[0], ir.TextPart):
+        block["content"] = part.content[0].text
+    elif part.content:
+        block["content"] = [
+            _image(p) if isinstance(p, ir.ImagePart) else {"type": "text", "text": p.text}
+            for p in part.content
+            if isinstance(p, ir.ImagePart) or p.text
+        ]
+    if part.is_error:
+        block["is_error"] = True
+    return block
+
+
+# ----------------------------------------------------------------- tools and thinking
+
+
+def _tool(tool: ir.Tool) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        out["description"] = tool.description
+    out["input_schema"] = tool.parameters or {"type": "object", "properties": {}}
+    return out
+
+
+def _tool_choice(req: ir.Request) -> dict[str, Any] | None:
+    choice = req.tool_choice
+    disable = req.parallel_tool_calls is False or (choice is not None and choice.disable_parallel)
+    if choice is None:
+        return {"type": "auto", "disable_parallel_tool_use": True} if disable else None
+    out: dict[str, Any] = {"type": _TOOL_CHOICE[choice.mode]}
+    if choice.mode == "named":
+        out["name"] = choice.name or ""
+    if disable and choice.mode != "none":
+        out["disable_parallel_tool_use"] = True
+    return out
+
+
+def _thinking(req: ir.Request, caps: ir.UpstreamCaps) -> dict[str, Any] | None:
+    wanted = req.reasoning
+    if wanted is None or not wanted.enabled or not caps.thinking:
+        return None
+    choice = req.tool_choice
+    if req.tools and choice is not None and choice.mode in ("required", "named"):
+        # "Tool use with extended thinking only supports tool_choice auto or none"
+        # (Anthropic's extended-thinking docs): a forced tool wins, thinking is dropped.
+        return None
+    budget = wanted.budget_tokens or reasoning.effort_to_budget(wanted.effort)
+    return {"type": "enabled", "budget_tokens": max(budget, reasoning.MIN_BUDGET)}
+
+
+# ----------------------------------------------------------------- passthrough
+
+
+def passthrough_request(body: dict[str, Any], model: str, caps: ir.UpstreamCaps) -> dict[str, Any]:
+    """The client's own body with ``model`` replaced and what ``caps`` forbids
+    removed; everything else (unknown fields included) survives. The caller's
+    objects are never mutated: what changes is copied first."""
+
+    out = dict(body)
+    out["model"] = model
+    messages = out.get("messages")
+    if isinstance(messages, list):
+        messages = _complete_orphans(messages)
+        if not caps.thinking:
+            messages = [_without_thinking(m) for m in messages]
+        if not caps.cache_control:
+            messages = [_message_without_cache(m) for m in messages]
+        out["messages"] = messages
+    if not caps.thinking:
+        out.pop("thinking", None)
+    if not caps.cache_control:
+        if isinstance(out.get("system"), list):
+            out["system"] = [_without_cache(b) for b in out["system"]]
+        if isinstance(out.get("tools"), list):
+            out["tools"] = [_without_cache(t) for t in out["tools"]]
+    return out
+
+
+def _content(msg: Any) -> list[Any] | None:
+    if isinstance(msg, dict) and isinstance(msg.get("content"), list):
+        return list(msg["content"])
+    return None
+
+
+def _without_cache(block: Any) -> Any:
+    if not isinstance(block, dict) or "cache_control" not in block and not isinstance(block.get("content"), list):
+        return block
+    out = {k: v for k, v in block.items() if k != "cache_control"}
+    if isinstance(out.get("content"), list):  # tool_result content blocks
+        out["content"] = [_without_cache(b) for b in out["content"]]
+    return out
+
+
+def _message_without_cache(msg: Any) -> Any:
+    content = _content(msg)
+    if content is None:
+        return msg
+    return {**msg, "content": [_without_cache(b) for b in content]}
+
+
+def _without_thinking(msg: Any) -> Any:
+    content = _content(msg)
+    if content is None or msg.get("role") != "assistant":
+        return msg
+    kept = [b for b in content if not (isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking"))]
+    return {**msg, "content": kept}
+
+
+def _tool_use_ids(msg: Any) -> list[str]:
+    content = _content(msg) or []
+    return [b["id"] for b in content
+            if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)]
+
+
+def _tool_result_ids(msg: Any) -> set[str]:
+    content = _content(msg) or []
+    return {b["tool_use_id"] for b in content
+            if isinstance(b, dict) and b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str)}
+
+
+def _complete_orphans(messages: list[Any]) -> list[Any]:
+    """Answer each tool_use left without a tool_result in the next user turn
+    with a synthetic error result (reference SOP, "Orphaned tool_use blocks")."""
+
+    work = list(messages)
+    out: list[Any] = []
+    for i, msg in enumerate(work):
+        out.append(msg)
+        if not isinstance(msg, dict) or msg.get("role") != "assistant":
+            continue
+        ids = _tool_use_ids(msg)
+        if not ids or i + 1 >= len(work):
+            continue  # a trailing assistant turn is a prefill, not an orphan
+        nxt = work[i + 1]
+        is_user = isinstance(nxt, dict) and nxt.get("role") == "user"
+        answered = _tool_result_ids(nxt) if is_user else set()
+        synthetic: list[Any] = [
+            {"type": "tool_result", "tool_use_id": cid, "content": repair.ORPHAN_RESULT_TEXT, "is_error": True}
+            for cid in ids if cid not in answered
+        ]
+        if not synthetic:
+            continue
+        if is_user:
+            content = nxt.get("content")
+            rest = list(content) if isinstance(content, list) else (
+                [{"type": "text", "text": content}] if isinstance(content, str) and content else [])
+            work[i + 1] = {**nxt, "content": synthetic + rest}  # seen when the loop reaches it
+        else:
+            out.append({"role": "user", "content": synthetic})
+    return out

@@ -1,0 +1,207 @@
+"""IR events → client Messages SSE.
+
+``message_start`` → ``ping`` → blocks (each started once and stopped once, with
+increasing indexes) → ``message_delta`` (stop reason and final usage, written
+in :meth:`finish` because usage may come after the finish) → ``message_stop``.
+A reasoning block is started on the wire only at its first delta, so that a
+redacted one can be started as ``redacted_thinking`` with its data; a thinking
+block always gets a ``signature_delta`` right before its stop (the SOP's rule).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Literal, assert_never
+
+from .. import ids, ir, sse
+from ..protocol import EncodeContext
+from . import errors, stop_reason, usage
+from .wire import NAME
+
+_Mode = Literal["text", "tool", "server", "pending", "thinking", "redacted", "dropped"]
+NO_FINISH_MESSAGE = "upstream ended without a finish reason"
+
+
+@dataclass
+class _Block:
+    ir_index: int
+    mode: _Mode
+    wire_index: int | None = None
+    signature: list[str] = field(default_factory=list)
+    redacted: list[str] = field(default_factory=list)
+    # Tool arguments are held back until they show they are a JSON object (see _arguments).
+    held_arguments: list[str] = field(default_factory=list)
+    streaming_arguments: bool = False
+
+
+class AnthropicStreamEncoder:
+    def __init__(self, ctx: EncodeContext) -> None:
+        self._ctx = ctx
+        self._id = ctx.id or ids.new_id("msg_")
+        self._started = False
+        self._done = False
+        self._next_index = 0
+        self._open: _Block | None = None
+        self._usage = ir.Usage()
+        self._finish: ir.Finish | None = None
+
+    # ------------------------------------------------------------- entry points
+
+    def feed(self, event: ir.Event) -> list[bytes]:
+        if self._done:
+            return []
+        out: list[bytes] = []
+        match event:
+            case ir.MessageStart():
+                if event.usage is not None:
+                    self._usage = self._usage.merge(event.usage)
+                self._ensure_started(out)
+            case ir.BlockStart():
+                self._ensure_started(out)
+                self._close(out)
+                self._open_block(event, out)
+            case ir.BlockDelta():
+                if self._open is not None and self._open.ir_index == event.index and event.text:
+                    self._delta(self._open, event, out)
+            case ir.BlockStop():
+                if self._open is not None and self._open.ir_index == event.index:
+                    self._close(out)
+            case ir.Usage():
+                self._usage = self._usage.merge(event)
+            case ir.Finish():
+                self._finish = event
+            case ir.Error():
+                self._error_ending(event.status, event.message, event.error_type, out)
+            case _:
+                assert_never(event)
+        return out
+
+    def finish(self) -> list[bytes]:
+        if self._done:
+            return []
+        out: list[bytes] = []
+        if self._finish is None:
+            self._error_ending(502, NO_FINISH_MESSAGE, "api_error", out)
+            return out
+        self._ensure_started(out)
+        self._close(out)
+        reason = stop_reason.from_ir(self._finish)
+        out.append(sse.encode("message_delta", {
+            "type": "message_delta",
+            "delta": {"stop_reason": reason, "stop_sequence": stop_reason.stop_sequence_of(self._finish, reason)},
+            "usage": usage.from_ir(self._usage),
+        }))
+        out.append(sse.encode("message_stop", {"type": "message_stop"}))
+        self._done = True
+        return out
+
+    # ------------------------------------------------------------- message
+
+    def _ensure_started(self, out: list[bytes]) -> None:
+        if self._started:
+            return
+        self._started = True
+        input_side = ir.Usage(input_tokens=self._usage.input_tokens, cached_tokens=self._usage.cached_tokens,
+                              cache_creation_tokens=self._usage.cache_creation_tokens)
+        out.append(sse.encode("message_start", {
+            "type": "message_start",
+            "message": {
+                "id": self._id, "type": "message", "role": "assistant", "content": [],
+                "model": self._ctx.model, "stop_reason": None, "stop_sequence": None,
+                "usage": usage.from_ir(input_side),
+            },
+        }))
+        out.append(sse.encode("ping", {"type": "ping"}))
+
+    def _error_ending(self, status: int, message: str, error_type: str | None, out: list[bytes]) -> None:
+        self._ensure_started(out)
+        self._close(out)
+        out.append(sse.encode("error", {
+            "type": "error",
+            "error": {"type": errors.anthropic_type(status, error_type), "message": message},
+        }))
+        out.append(sse.encode("message_stop", {"type": "message_stop"}))
+        self._done = True
+
+    # ------------------------------------------------------------- blocks
+
+    def _open_block(self, event: ir.BlockStart, out: list[bytes]) -> None:
+        match event.kind:
+            case "text":
+                block = _Block(event.index, "text")
+                self._wire_start(block, {"type": "text", "text": ""}, out)
+            case "tool_call":
+                block = _Block(event.index, "tool")
+                self._wire_start(block, {"type": "tool_use", "id": event.id or ids.new_id("toolu_"),
+                                         "name": event.name or "", "input": {}}, out)
+            case "reasoning":
+                block = _Block(event.index, "pending")  # started at its first delta
+            case "server_tool":
+                if event.raw_protocol == NAME and isinstance(event.raw, dict):
+                    block = _Block(event.index, "server")
+                    self._wire_start(block, copy.deepcopy(event.raw), out)
+                else:
+                    block = _Block(event.index, "dropped")  # another protocol's item: no Anthropic shape
+            case _:
+                assert_never(event.kind)
+        self._open = block
+
+    def _delta(self, block: _Block, event: ir.BlockDelta, out: list[bytes]) -> None:
+        match (block.mode, event.kind):
+            case ("text", "text"):
+                self._wire_delta(block, {"type": "text_delta", "text": event.text}, out)
+            case ("tool", "arguments"):
+                self._arguments(block, event.text, out)
+            case ("pending", "redacted") | ("redacted", "redacted"):
+                block.mode = "redacted"
+                block.redacted.append(event.text)
+            case ("pending", "reasoning" | "signature"):
+                block.mode = "thinking"
+                self._wire_start(block, {"type": "thinking", "thinking": "", "signature": ""}, out)
+                self._delta(block, event, out)
+            case ("thinking", "reasoning"):
+                self._wire_delta(block, {"type": "thinking_delta", "thinking": event.text}, out)
+            case ("thinking", "signature"):
+                block.signature.append(event.text)  # sent whole before the stop: the SDK replaces, not appends
+            case _:
+                pass  # a delta this block cannot carry (server/dropped blocks, mismatched kinds)
+
+    def _arguments(self, block: _Block, text: str, out: list[bytes]) -> None:
+        """Anthropic's ``input`` is always an object and the SDKs parse every prefix of
+        it: arguments that do not start with ``{`` (``null``, ``[]``, garbage from a
+        non-Anthropic model) would make the client raise, so they are dropped on purpose
+        and the tool gets ``input: {}``."""
+
+        if not block.streaming_arguments:
+            block.held_arguments.append(text)
+            held = "".join(block.held_arguments).lstrip()
+            if not held.startswith("{"):
+                return
+            block.streaming_arguments, block.held_arguments, text = True, [], held
+        self._wire_delta(block, {"type": "input_json_delta", "partial_json": text}, out)
+
+    def _close(self, out: list[bytes]) -> None:
+        block, self._open = self._open, None
+        if block is None:
+            return
+        match block.mode:
+            case "thinking":
+                self._wire_delta(block, {"type": "signature_delta", "signature": "".join(block.signature)}, out)
+            case "redacted":
+                self._wire_start(block, {"type": "redacted_thinking", "data": "".join(block.redacted)}, out)
+            case "pending" | "dropped":
+                return  # nothing was shown: an empty reasoning block or a foreign server item
+        out.append(sse.encode("content_block_stop", {"type": "content_block_stop", "index": block.wire_index}))
+
+    def _wire_start(self, block: _Block, content_block: dict[str, Any], out: list[bytes]) -> None:
+        block.wire_index = self._next_index
+        self._next_index += 1
+        out.append(sse.encode("content_block_start", {
+            "type": "content_block_start", "index": block.wire_index, "content_block": content_block,
+        }))
+
+    def _wire_delta(self, block: _Block, delta: dict[str, Any], out: list[bytes]) -> None:
+        out.append(sse.encode("content_block_delta", {
+            "type": "content_block_delta", "index": block.wire_index, "delta": delta,
+        }))

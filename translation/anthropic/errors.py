@@ -1,0 +1,111 @@
+"""Anthropic's error envelope, both ways."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import ir, sse
+
+# https://docs.anthropic.com/en/api/errors#http-errors
+TYPE_BY_STATUS: dict[int, str] = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+STATUS_BY_TYPE: dict[str, int] = {error_type: status for status, error_type in TYPE_BY_STATUS.items()}
+# An error type we do not know (inside a 200 stream) is the upstream's failure.
+DEFAULT_STREAM_STATUS = 502
+
+
+def type_for_status(status: int) -> str:
+    if status in TYPE_BY_STATUS:
+        return TYPE_BY_STATUS[status]
+    return "api_error" if status >= 500 else "invalid_request_error"
+
+
+def status_for_type(error_type: str | None) -> int:
+    return STATUS_BY_TYPE.get(error_type or "", DEFAULT_STREAM_STATUS)
+
+
+def anthropic_type(status: int, error_type: str | None) -> str:
+    """Keep the caller's type when it is one of Anthropic's, else derive it from the status."""
+
+    if error_type in STATUS_BY_TYPE:
+        return error_type
+    return type_for_status(status)
+
+
+def render_error(status: int, message: str, error_type: str | None = None,
+                 param: str | None = None) -> dict[str, Any]:
+    """``{"type":"error","error":{"type","message"}}``; Anthropic has no ``param`` slot
+    (its own messages name the field in the text, as ours already do)."""
+
+    return {"type": "error", "error": {"type": anthropic_type(status, error_type), "message": message}}
+
+
+def _decode(body: Any) -> Any:
+    if isinstance(body, (bytes, bytearray)):
+        body = bytes(body).decode("utf-8", "replace")
+    if isinstance(body, str):
+        text = body.strip()
+        if text[:1] in ("{", "["):
+            try:
+                return sse.loads(text)
+            except ValueError:
+                return text
+        return text
+    return body
+
+
+def parse_error(status: int, body: Any) -> ir.Error:
+    """An upstream error body of any shape: Anthropic's envelope, OpenAI's
+    ``{"error":{"message","type","code"}}``, a bare ``{"message"}``, or text."""
+
+    data = _decode(body)
+    if isinstance(data, dict):
+        inner = data.get("error")
+        if isinstance(inner, dict):
+            return _error_from_object(status, inner)
+        if isinstance(inner, str):
+            return ir.Error(message=inner, error_type=type_for_status(status), status=status)
+        return _error_from_object(status, data)
+    text = data if isinstance(data, str) else ""
+    message = text[:1000] if text else f"upstream returned HTTP {status}"
+    return ir.Error(message=message, error_type=type_for_status(status), status=status)
+
+
+def _error_from_object(status: int, obj: dict[str, Any]) -> ir.Error:
+    message = obj.get("message")
+    error_type = obj.get("type")
+    code = obj.get("code")
+    if not isinstance(error_type, str) or error_type == "error":
+        error_type = type_for_status(status)
+    return ir.Error(
+        message=message if isinstance(message, str) and message else f"upstream returned HTTP {status}",
+        error_type=error_type,
+        status=status,
+        code=str(code) if isinstance(code, (str, int)) and not isinstance(code, bool) else None,
+    )
+
+
+def error_from_event(payload: dict[str, Any]) -> ir.Error:
+    """A mid-stream ``event: error``: the HTTP status its type corresponds to."""
+
+    inner = payload.get("error")
+    if not isinstance(inner, dict):
+        inner = {}
+    error_type = inner.get("type")
+    message = inner.get("message")
+    status = status_for_type(error_type if isinstance(error_type, str) else None)
+    return ir.Error(
+        message=message if isinstance(message, str) and message else "upstream stream error",
+        error_type=error_type if isinstance(error_type, str) else "api_error",
+        status=status,
+    )

@@ -1,0 +1,78 @@
+"""A non-streaming response is the fold of the same IR events a stream carries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from . import ir
+
+
+class Folder:
+    """Accumulates IR events into an :class:`ir.Response`."""
+
+    def __init__(self) -> None:
+        self.response = ir.Response()
+        self._open: dict[int, ir.Block] = {}
+
+    def feed(self, event: ir.Event) -> None:
+        resp = self.response
+        match event:
+            case ir.MessageStart():
+                resp.id = resp.id or event.id
+                resp.model = resp.model or event.model
+                if event.usage is not None:
+                    resp.usage = resp.usage.merge(event.usage)
+            case ir.BlockStart():
+                started = ir.Block(kind=event.kind, id=event.id, name=event.name,
+                                   raw=event.raw, raw_protocol=event.raw_protocol)
+                self._open[event.index] = started
+                resp.blocks.append(started)
+            case ir.BlockDelta():
+                open_block = self._open.get(event.index)
+                if open_block is None:
+                    return
+                if event.kind == "signature":
+                    open_block.signature = (open_block.signature or "") + event.text
+                elif event.kind == "redacted":
+                    open_block.redacted = (open_block.redacted or "") + event.text
+                else:
+                    open_block.text += event.text
+            case ir.BlockStop():
+                self._open.pop(event.index, None)
+            case ir.Usage():
+                resp.usage = resp.usage.merge(event)
+            case ir.Finish():
+                resp.finish = event
+            case ir.Error():
+                resp.error = event
+
+
+def fold(events: Iterable[ir.Event]) -> ir.Response:
+    folder = Folder()
+    for event in events:
+        folder.feed(event)
+    return folder.response
+
+
+def unfold(resp: ir.Response) -> list[ir.Event]:
+    """The event sequence a stream of ``resp`` would have carried."""
+
+    events: list[ir.Event] = [ir.MessageStart(id=resp.id, model=resp.model)]
+    for index, block in enumerate(resp.blocks):
+        events.append(ir.BlockStart(index=index, kind=block.kind, id=block.id, name=block.name,
+                                    raw=block.raw, raw_protocol=block.raw_protocol))
+        if block.redacted is not None:
+            events.append(ir.BlockDelta(index=index, kind="redacted", text=block.redacted))
+        if block.text:
+            kind: ir.DeltaKind = {"text": "text", "reasoning": "reasoning",
+                                  "tool_call": "arguments", "server_tool": "text"}[block.kind]  # type: ignore[assignment]
+            events.append(ir.BlockDelta(index=index, kind=kind, text=block.text))
+        if block.signature is not None:
+            events.append(ir.BlockDelta(index=index, kind="signature", text=block.signature))
+        events.append(ir.BlockStop(index=index))
+    events.append(resp.usage)
+    if resp.error is not None:
+        events.append(resp.error)
+    else:
+        events.append(resp.finish or ir.Finish(ir.FinishReason.STOP))
+    return events

@@ -1,0 +1,282 @@
+"""The intermediate representation every protocol translates to and from.
+
+Conventions that every protocol module relies on:
+
+* Tool results live in ``user`` messages as ``ToolResultPart`` (Anthropic's
+  shape); the Chat and Responses builders split them out into their own
+  messages/items.
+* ``Usage.input_tokens`` is the *total* prompt size (OpenAI's meaning); the
+  cache fields are subsets of it. Anthropic reports them disjointly, so its
+  decoder adds them up and its encoder subtracts them again.
+* An opaque reasoning token (Anthropic ``signature``, Responses
+  ``encrypted_content``) is carried in ``ReasoningPart.signature`` and in
+  ``BlockDelta(kind="signature")`` so that it survives a round trip through a
+  client of the other protocol.
+* Anything a protocol carries that has no slot here is dropped on purpose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Literal, Union
+
+JSON = dict[str, Any]
+
+
+class FinishReason(str, Enum):
+    STOP = "stop"
+    LENGTH = "length"
+    TOOL_CALLS = "tool_calls"
+    CONTENT_FILTER = "content_filter"
+    # Anthropic's pause_turn: a server-side tool loop paused; nothing else has it.
+    PAUSE = "pause"
+    ERROR = "error"
+
+
+# ----------------------------------------------------------------- request
+
+
+@dataclass
+class TextPart:
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass
+class ImagePart:
+    """Either ``url`` (http(s) URL) or ``data`` (base64) with ``media_type``."""
+
+    url: str | None = None
+    data: str | None = None
+    media_type: str | None = None
+    detail: str | None = None
+    type: Literal["image"] = "image"
+
+    def as_url(self) -> str:
+        if self.url is not None:
+            return self.url
+        return f"data:{self.media_type or 'image/png'};base64,{self.data or ''}"
+
+
+@dataclass
+class ToolCallPart:
+    id: str
+    name: str
+    arguments: str  # JSON text, exactly as produced by the model
+    type: Literal["tool_call"] = "tool_call"
+
+
+@dataclass
+class ToolResultPart:
+    tool_call_id: str
+    content: list[TextPart | ImagePart]
+    is_error: bool = False
+    type: Literal["tool_result"] = "tool_result"
+
+    def text(self) -> str:
+        return "".join(p.text for p in self.content if isinstance(p, TextPart))
+
+
+@dataclass
+class ReasoningPart:
+    text: str = ""
+    signature: str | None = None
+    # Anthropic redacted_thinking payload; no other protocol can show it.
+    redacted: str | None = None
+    id: str | None = None
+    type: Literal["reasoning"] = "reasoning"
+
+
+Part = Union[TextPart, ImagePart, ToolCallPart, ToolResultPart, ReasoningPart]
+
+
+@dataclass
+class Message:
+    role: Literal["user", "assistant"]
+    parts: list[Part]
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str | None
+    parameters: JSON
+
+
+@dataclass
+class ToolChoice:
+    mode: Literal["auto", "none", "required", "named"]
+    name: str | None = None
+    disable_parallel: bool = False
+
+
+@dataclass
+class Reasoning:
+    """What the client asked for; one of the two is usually set.
+
+    ``enabled`` is False when the client explicitly turned thinking off.
+    """
+
+    enabled: bool = True
+    effort: str | None = None
+    budget_tokens: int | None = None
+
+
+@dataclass
+class Request:
+    model: str
+    messages: list[Message]
+    system: list[TextPart] = field(default_factory=list)
+    tools: list[Tool] = field(default_factory=list)
+    tool_choice: ToolChoice | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    stop: list[str] = field(default_factory=list)
+    reasoning: Reasoning | None = None
+    stream: bool = False
+    user: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    parallel_tool_calls: bool | None = None
+    # Tools the source protocol had but the IR cannot express (e.g. Responses
+    # web_search). Kept only so the gateway can log what was dropped.
+    dropped_tools: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class UpstreamCaps:
+    """What the upstream provider accepts; the gateway passes it in."""
+
+    thinking: bool = True
+    cache_control: bool = True
+
+
+# ----------------------------------------------------------------- stream events
+
+BlockKind = Literal["text", "reasoning", "tool_call", "server_tool"]
+DeltaKind = Literal["text", "reasoning", "signature", "arguments", "redacted"]
+
+
+@dataclass
+class MessageStart:
+    id: str | None = None
+    model: str | None = None
+    usage: Usage | None = None  # input side, when the upstream knows it up front
+    type: Literal["message_start"] = "message_start"
+
+
+@dataclass
+class BlockStart:
+    index: int
+    kind: BlockKind
+    id: str | None = None  # tool call id / reasoning item id
+    name: str | None = None  # tool name
+    # server_tool: the protocol's own block/item, re-emitted verbatim only to a
+    # client of the same protocol (``raw_protocol``).
+    raw: JSON | None = None
+    raw_protocol: str | None = None
+    type: Literal["block_start"] = "block_start"
+
+
+@dataclass
+class BlockDelta:
+    index: int
+    kind: DeltaKind
+    text: str
+    type: Literal["block_delta"] = "block_delta"
+
+
+@dataclass
+class BlockStop:
+    index: int
+    type: Literal["block_stop"] = "block_stop"
+
+
+@dataclass
+class Usage:
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None  # cache reads, a subset of input_tokens
+    cache_creation_tokens: int | None = None  # a subset of input_tokens
+    reasoning_tokens: int | None = None  # a subset of output_tokens
+    type: Literal["usage"] = "usage"
+
+    def merge(self, other: Usage) -> Usage:
+        """Later reports win field by field; missing fields keep what we had."""
+
+        return Usage(
+            input_tokens=_pick(other.input_tokens, self.input_tokens),
+            output_tokens=_pick(other.output_tokens, self.output_tokens),
+            cached_tokens=_pick(other.cached_tokens, self.cached_tokens),
+            cache_creation_tokens=_pick(other.cache_creation_tokens, self.cache_creation_tokens),
+            reasoning_tokens=_pick(other.reasoning_tokens, self.reasoning_tokens),
+        )
+
+
+def _pick(new: int | None, old: int | None) -> int | None:
+    return old if new is None else new
+
+
+@dataclass
+class Finish:
+    reason: FinishReason
+    raw: str | None = None  # the upstream's own value, kept for logs and same-protocol clients
+    stop_sequence: str | None = None
+    type: Literal["finish"] = "finish"
+
+
+@dataclass
+class Error:
+    """The upstream failed (error event, malformed chunk, truncation).
+
+    ``status`` is the HTTP status the failure would have had, so that an error
+    that arrives inside a 200 stream can be classified like a non-2xx answer.
+    """
+
+    message: str
+    error_type: str = "api_error"
+    status: int = 502
+    code: str | None = None
+    type: Literal["error"] = "error"
+
+
+Event = Union[MessageStart, BlockStart, BlockDelta, BlockStop, Usage, Finish, Error]
+
+
+# ----------------------------------------------------------------- response
+
+
+@dataclass
+class Block:
+    kind: BlockKind
+    text: str = ""  # text, reasoning text or tool arguments
+    id: str | None = None
+    name: str | None = None
+    signature: str | None = None
+    redacted: str | None = None
+    raw: JSON | None = None
+    raw_protocol: str | None = None
+
+
+@dataclass
+class Response:
+    id: str | None = None
+    model: str | None = None
+    blocks: list[Block] = field(default_factory=list)
+    finish: Finish | None = None
+    usage: Usage = field(default_factory=Usage)
+    error: Error | None = None
+
+
+class DecodeError(Exception):
+    """An upstream body that cannot be understood."""
+
+
+class InvalidRequest(Exception):
+    """A client body that cannot be served; ``param`` names the offending field."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param

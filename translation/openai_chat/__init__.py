@@ -1,0 +1,29 @@
+"""OpenAI Chat Completions (``POST /chat/completions``) ⇄ IR."""
+
+from __future__ import annotations
+
+from ..protocol import EncodeContext
+from .build import build_request, passthrough_request
+from .decode import ChatStreamDecoder
+from .encode import ChatStreamEncoder
+from .errors import parse_error, render_error
+from .request import parse_request
+from .response import parse_response, render_response
+
+NAME = "openai_chat"
+PATH = "/chat/completions"
+
+
+def stream_decoder() -> ChatStreamDecoder:
+    return ChatStreamDecoder()
+
+
+def stream_encoder(ctx: EncodeContext) -> ChatStreamEncoder:
+    return ChatStreamEncoder(ctx)
+
+
+__all__ = [
+    "NAME", "PATH", "ChatStreamDecoder", "ChatStreamEncoder", "build_request", "parse_error",
+    "parse_request", "parse_response", "passthrough_request", "render_error", "render_response",
+    "stream_decoder", "stream_encoder",
+]

@@ -1,0 +1,142 @@
+"""IR events → client Chat Completions SSE.
+
+Every chunk carries the same ``id``/``created``/``model``; the first one announces
+the assistant role. The finish reason and usage go out together in one last chunk
+written by :meth:`ChatStreamEncoder.finish` (usage may arrive after the Finish),
+then ``data: [DONE]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, assert_never
+
+from .. import ids, ir, sse
+from ..protocol import EncodeContext
+from . import stop_reason
+from .usage import is_empty, render_usage
+
+NAME = "openai_chat"
+NO_FINISH = "upstream ended without a finish reason"
+
+# Which IR delta kind a block of each kind accepts, and the delta field it becomes.
+_DELTA_FIELD: dict[tuple[ir.BlockKind, ir.DeltaKind], str] = {
+    ("text", "text"): "content",
+    ("reasoning", "reasoning"): "reasoning_content",
+}
+
+
+@dataclass
+class _Block:
+    kind: ir.BlockKind | Literal["dropped"]
+    tool_position: int = 0  # the Chat tool_calls index of a tool_call block
+
+
+class ChatStreamEncoder:
+    def __init__(self, ctx: EncodeContext) -> None:
+        self._id = ctx.id or ids.new_id("chatcmpl-")
+        self._created = ctx.created
+        self._model = ctx.model
+        self._started = False
+        self._done = False
+        self._blocks: dict[int, _Block] = {}  # open IR blocks
+        self._tool_count = 0
+        self._usage = ir.Usage()
+        self._finish: ir.Finish | None = None
+
+    def feed(self, event: ir.Event) -> list[bytes]:
+        if self._done:
+            return []
+        out: list[bytes] = []
+        match event:
+            case ir.MessageStart():
+                self._start(out)
+                if event.usage is not None:
+                    self._usage = self._usage.merge(event.usage)
+            case ir.BlockStart():
+                self._start(out)
+                self._block_start(event, out)
+            case ir.BlockDelta():
+                self._start(out)
+                self._block_delta(event, out)
+            case ir.BlockStop():
+                self._blocks.pop(event.index, None)
+            case ir.Usage():
+                self._usage = self._usage.merge(event)
+            case ir.Finish():
+                self._finish = event
+            case ir.Error():
+                self._error_ending(event, out)
+            case _:
+                assert_never(event)
+        return out
+
+    def finish(self) -> list[bytes]:
+        if self._done:
+            return []
+        out: list[bytes] = []
+        if self._finish is None:
+            self._error_ending(ir.Error(message=NO_FINISH, error_type="upstream_truncated"), out)
+            return out
+        self._start(out)
+        extra: dict[str, Any] = {}
+        if not is_empty(self._usage):
+            extra["usage"] = render_usage(self._usage)
+        out.append(self._chunk({}, stop_reason.to_chat(self._finish), **extra))
+        out.append(sse.DONE)
+        self._done = True
+        return out
+
+    # ------------------------------------------------------------ pieces
+
+    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None, **extra: Any) -> bytes:
+        body: dict[str, Any] = {
+            "id": self._id,
+            "object": "chat.completion.chunk",
+            "created": self._created,
+            "model": self._model,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
+        }
+        body.update(extra)
+        return sse.encode(None, body)
+
+    def _start(self, out: list[bytes]) -> None:
+        if not self._started:
+            self._started = True
+            out.append(self._chunk({"role": "assistant", "content": ""}))
+
+    def _block_start(self, event: ir.BlockStart, out: list[bytes]) -> None:
+        if event.kind == "tool_call":
+            position = self._tool_count
+            self._tool_count += 1
+            self._blocks[event.index] = _Block("tool_call", position)
+            call = {"index": position, "id": event.id or ids.new_id("call_"), "type": "function",
+                    "function": {"name": event.name or "", "arguments": ""}}
+            out.append(self._chunk({"tool_calls": [call]}))
+        elif event.kind == "server_tool":
+            # Chat has no server tools of its own: only a Chat-born raw block is re-emitted.
+            if event.raw_protocol == NAME and event.raw is not None:
+                out.append(self._chunk(dict(event.raw)))
+            self._blocks[event.index] = _Block("dropped")
+        else:
+            self._blocks[event.index] = _Block(event.kind)
+
+    def _block_delta(self, event: ir.BlockDelta, out: list[bytes]) -> None:
+        block = self._blocks.get(event.index)
+        if block is None or not event.text or block.kind == "dropped":
+            return
+        if block.kind == "tool_call":
+            if event.kind == "arguments":
+                fragment = {"index": block.tool_position, "function": {"arguments": event.text}}
+                out.append(self._chunk({"tool_calls": [fragment]}))
+            return
+        field = _DELTA_FIELD.get((block.kind, event.kind))
+        if field is not None:  # signature and redacted deltas have no Chat slot
+            out.append(self._chunk({field: event.text}))
+
+    def _error_ending(self, error: ir.Error, out: list[bytes]) -> None:
+        self._start(out)
+        out.append(self._chunk({}, "error", error={
+            "message": error.message, "type": error.error_type, "code": error.code}))
+        out.append(sse.DONE)
+        self._done = True

@@ -1,0 +1,116 @@
+"""Non-streaming: upstream ``chat.completion`` → :class:`ir.Response`, and back for a client."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import ids, ir, sse
+from ..protocol import EncodeContext
+from . import stop_reason
+from .errors import error_from_object
+from .usage import parse_usage, render_usage
+
+
+def parse_response(body: Any) -> ir.Response:
+    """Only ``choices[0]`` is served. Raises :class:`ir.DecodeError` on a body that is
+    not a chat completion; an ``{"error": …}`` body becomes ``Response.error``."""
+
+    if isinstance(body, (bytes, str)):
+        try:
+            body = sse.loads(body)
+        except ValueError as exc:
+            raise ir.DecodeError(f"upstream body is not JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise ir.DecodeError("upstream body is not a JSON object")
+    resp = ir.Response(id=_nonempty(body.get("id")), model=_nonempty(body.get("model")))
+    usage = parse_usage(body.get("usage"))
+    if usage is not None:
+        resp.usage = usage
+    if body.get("error") is not None and not body.get("choices"):
+        resp.error = error_from_object(body["error"])
+        return resp
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ir.DecodeError("upstream chat completion has no choices")
+    choice = choices[0]
+    message = choice.get("message") or {}
+    if not isinstance(message, dict):
+        raise ir.DecodeError("choices[0].message is not an object")
+    resp.blocks = _blocks(message)
+    reason = choice.get("finish_reason")
+    resp.finish = stop_reason.from_chat(reason if isinstance(reason, str) else None)
+    return resp
+
+
+def _nonempty(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _text(value: Any) -> str:
+    """``content`` is a string, or (Mistral and others) an array of text parts."""
+
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(p.get("text", "") for p in value
+                       if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str))
+    return ""
+
+
+def _blocks(message: dict[str, Any]) -> list[ir.Block]:
+    blocks: list[ir.Block] = []
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    if isinstance(reasoning, str) and reasoning:
+        blocks.append(ir.Block("reasoning", text=reasoning))
+    for key in ("content", "refusal"):
+        text = _text(message.get(key))
+        if text:
+            blocks.append(ir.Block("text", text=text))
+    calls = message.get("tool_calls")
+    for call in calls if isinstance(calls, list) else []:
+        if not isinstance(call, dict):
+            raise ir.DecodeError("a tool call is not an object")
+        function = call.get("function") or {}
+        call_id = call.get("id")
+        blocks.append(ir.Block("tool_call", text=_arguments(function.get("arguments")),
+                               id=call_id if isinstance(call_id, str) and call_id else ids.new_id("call_"),
+                               name=str(function.get("name") or "")))
+    legacy = message.get("function_call")
+    if isinstance(legacy, dict) and isinstance(legacy.get("name"), str):
+        blocks.append(ir.Block("tool_call", text=_arguments(legacy.get("arguments")),
+                               id=legacy["name"], name=legacy["name"]))
+    return blocks
+
+
+def _arguments(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return sse.dumps(value)  # some compatible upstreams send the object itself
+
+
+def render_response(resp: ir.Response, ctx: EncodeContext) -> dict[str, Any]:
+    """The client's ``chat.completion``; text and reasoning blocks are concatenated the
+    way a streaming client would accumulate them; server_tool blocks are dropped."""
+
+    text = "".join(b.text for b in resp.blocks if b.kind == "text")
+    reasoning = "".join(b.text for b in resp.blocks if b.kind == "reasoning")
+    message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": None}
+    if reasoning:
+        message["reasoning_content"] = reasoning
+    calls = [{"id": b.id or ids.new_id("call_"), "type": "function",
+              "function": {"name": b.name or "", "arguments": b.text}}
+             for b in resp.blocks if b.kind == "tool_call"]
+    if calls:
+        message["tool_calls"] = calls
+    finish = resp.finish or ir.Finish(ir.FinishReason.STOP)
+    return {
+        "id": ctx.id or ids.new_id("chatcmpl-"),
+        "object": "chat.completion",
+        "created": ctx.created,
+        "model": ctx.model,
+        "choices": [{"index": 0, "message": message, "logprobs": None,
+                     "finish_reason": stop_reason.to_chat(finish)}],
+        "usage": render_usage(resp.usage),
+    }

@@ -1,0 +1,72 @@
+"""What every protocol package (``openai_chat``, ``anthropic``, ``responses``) provides.
+
+A protocol package is a module satisfying :class:`ProtocolModule`; the gateway
+looks it up in :mod:`translation.registry` and never branches on protocol names.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from . import ir
+from .sse import SSEEvent
+
+
+@dataclass
+class EncodeContext:
+    """What an encoder needs to know about the exchange it is answering."""
+
+    model: str  # the model name the client asked for; echoed back to it
+    request: ir.Request | None = None
+    body: dict[str, Any] = field(default_factory=dict)  # the client's raw body (Responses echoes it)
+    id: str | None = None  # fixed response id (tests); generated when None
+    created: int = field(default_factory=lambda: int(time.time()))
+
+
+class StreamDecoder(Protocol):
+    """Upstream wire events → IR events. ``finish()`` at end of input."""
+
+    unknown_events: int
+
+    def feed(self, event: SSEEvent) -> list[ir.Event]: ...
+
+    def finish(self) -> list[ir.Event]: ...
+
+
+class StreamEncoder(Protocol):
+    """IR events → client wire bytes (already SSE-framed).
+
+    ``finish()`` closes whatever is open and writes the protocol's terminator,
+    whatever the upstream did; after it (or after an ``ir.Error``) the encoder
+    emits nothing more.
+    """
+
+    def feed(self, event: ir.Event) -> list[bytes]: ...
+
+    def finish(self) -> list[bytes]: ...
+
+
+class ProtocolModule(Protocol):
+    NAME: str  # "openai_chat" | "anthropic" | "responses"
+    PATH: str  # appended to a provider's version root, e.g. "/chat/completions"
+
+    def parse_request(self, body: Any) -> ir.Request: ...
+
+    def build_request(self, req: ir.Request, model: str, caps: ir.UpstreamCaps) -> dict[str, Any]: ...
+
+    def passthrough_request(self, body: dict[str, Any], model: str, caps: ir.UpstreamCaps) -> dict[str, Any]: ...
+
+    def parse_response(self, body: Any) -> ir.Response: ...
+
+    def render_response(self, resp: ir.Response, ctx: EncodeContext) -> dict[str, Any]: ...
+
+    def stream_decoder(self) -> StreamDecoder: ...
+
+    def stream_encoder(self, ctx: EncodeContext) -> StreamEncoder: ...
+
+    def render_error(self, status: int, message: str, error_type: str | None = None,
+                     param: str | None = None) -> dict[str, Any]: ...
+
+    def parse_error(self, status: int, body: Any) -> ir.Error: ...

@@ -1,0 +1,28 @@
+"""The OpenAI Responses protocol (``POST /v1/responses``)."""
+
+from __future__ import annotations
+
+from ..protocol import EncodeContext
+from .build import build_request, passthrough_request
+from .decode import ResponsesStreamDecoder
+from .encode import ResponsesStreamEncoder
+from .errors import parse_error, render_error
+from .request import parse_request
+from .response import parse_response, render_response
+
+NAME = "responses"
+PATH = "/responses"
+
+
+def stream_decoder() -> ResponsesStreamDecoder:
+    return ResponsesStreamDecoder()
+
+
+def stream_encoder(ctx: EncodeContext) -> ResponsesStreamEncoder:
+    return ResponsesStreamEncoder(ctx)
+
+
+__all__ = [
+    "NAME", "PATH", "parse_request", "build_request", "passthrough_request", "parse_response",
+    "render_response", "stream_decoder", "stream_encoder", "render_error", "parse_error",
+]

@@ -1,0 +1,218 @@
+"""IR events → the client's Responses SSE, in the API's strictest shape.
+
+Every event carries ``sequence_number`` (0, 1, 2, …); ``response.created`` and
+``response.in_progress`` open with the full response object; each IR block becomes
+one output item with its own increasing ``output_index``: a text block a message
+(``content_part`` + ``output_text`` events), a reasoning block a reasoning item (one
+summary part; the signature as ``encrypted_content``), a tool call a function_call
+item. The terminal event is written by ``finish()`` because usage may follow the
+finish: ``response.completed``, ``response.incomplete`` (length, content filter) or
+``response.failed``. An IR error ends the stream at once with ``response.failed``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, assert_never
+
+from .. import ir, sse
+from ..ids import new_id
+from ..protocol import EncodeContext
+from . import items
+from .envelope import echoed_fields, response_object
+from .errors import response_error
+from .response import RAW_PROTOCOL
+from .stop_reason import incomplete_reason_for
+from .usage import render_usage
+
+NO_FINISH = "upstream ended without a finish reason"
+
+
+@dataclass
+class _Item:
+    """The output item of the IR block being streamed."""
+
+    block: int  # IR block index
+    kind: ir.BlockKind
+    output_index: int
+    item_id: str
+    text: str = ""  # text, reasoning summary or arguments so far
+    signature: str | None = None
+    summary_open: bool = False  # reasoning: summary part 0 announced
+    call_id: str = ""
+    name: str = ""
+    raw: dict[str, Any] | None = None
+
+
+class ResponsesStreamEncoder:
+    def __init__(self, ctx: EncodeContext) -> None:
+        self._ctx = ctx
+        self._id = ctx.id or new_id("resp_")
+        self._fields = echoed_fields(ctx)
+        self._seq = 0
+        self._started = False
+        self._done = False
+        self._open: _Item | None = None
+        self._output: list[dict[str, Any]] = []  # finished items, in output_index order
+        self._usage = ir.Usage()
+        self._finish: ir.Finish | None = None
+
+    # ------------------------------------------------------------ entry points
+
+    def feed(self, event: ir.Event) -> list[bytes]:
+        if self._done:
+            return []
+        out: list[bytes] = []
+        if not self._started:
+            self._start(out)
+        match event:
+            case ir.MessageStart():
+                if event.usage is not None:
+                    self._usage = self._usage.merge(event.usage)
+            case ir.BlockStart():
+                self._block_start(event, out)
+            case ir.BlockDelta():
+                self._block_delta(event, out)
+            case ir.BlockStop():
+                if self._open is not None and self._open.block == event.index:
+                    self._close(out, "completed")
+            case ir.Usage():
+                self._usage = self._usage.merge(event)
+            case ir.Finish():
+                self._finish = event
+            case ir.Error():
+                self._close(out, "incomplete")
+                self._failed(event, out)
+            case _:
+                assert_never(event)
+        return out
+
+    def finish(self) -> list[bytes]:
+        if self._done:
+            return []
+        out: list[bytes] = []
+        if not self._started:
+            self._start(out)
+        finish = self._finish
+        self._close(out, "completed" if finish is not None else "incomplete")
+        if finish is None:
+            self._failed(ir.Error(message=NO_FINISH, error_type="upstream_truncated"), out)
+        elif finish.reason == ir.FinishReason.ERROR:
+            self._failed(ir.Error(message="upstream finished with an error"), out)
+        else:
+            reason = incomplete_reason_for(finish)
+            status = "incomplete" if reason else "completed"
+            response = self._response(status, render_usage(self._usage), incomplete_reason=reason)
+            out.append(self._event(f"response.{status}", {"response": response}))
+            self._done = True
+        return out
+
+    # ------------------------------------------------------------ framing
+
+    def _event(self, etype: str, payload: dict[str, Any]) -> bytes:
+        data = {"type": etype, "sequence_number": self._seq, **payload}
+        self._seq += 1
+        return sse.encode(etype, data)
+
+    def _response(self, status: str, usage: dict[str, Any] | None, **extra: Any) -> dict[str, Any]:
+        return response_object(self._ctx, self._id, status, list(self._output), usage,
+                               fields=self._fields, **extra)
+
+    def _start(self, out: list[bytes]) -> None:
+        self._started = True
+        response = self._response("in_progress", None)
+        out.append(self._event("response.created", {"response": response}))
+        out.append(self._event("response.in_progress", {"response": response}))
+
+    def _failed(self, error: ir.Error, out: list[bytes]) -> None:
+        response = self._response("failed", render_usage(self._usage), error=response_error(error))
+        out.append(self._event("response.failed", {"response": response}))
+        self._done = True
+
+    # ------------------------------------------------------------ items
+
+    def _block_start(self, event: ir.BlockStart, out: list[bytes]) -> None:
+        self._close(out, "completed")  # at most one block is open; be safe if not
+        index = len(self._output)
+        match event.kind:
+            case "text":
+                item = _Item(event.index, "text", index, items.message_id())
+                added = items.message(item.item_id, [], "in_progress")
+            case "reasoning":
+                item = _Item(event.index, "reasoning", index, items.reasoning_id(event.id))
+                added = items.reasoning(item.item_id, "", None)
+            case "tool_call":
+                item = _Item(event.index, "tool_call", index, items.function_call_id(),
+                             call_id=items.call_id(event.id), name=event.name or "")
+                added = items.function_call(item.item_id, item.call_id, item.name, "", "in_progress")
+            case "server_tool":
+                if event.raw_protocol != RAW_PROTOCOL or event.raw is None:
+                    return  # another protocol's built-in tool: nothing a Responses client can show
+                item = _Item(event.index, "server_tool", index, "", raw=event.raw)
+                added = event.raw
+            case _:
+                assert_never(event.kind)
+        self._open = item
+        out.append(self._event("response.output_item.added", {"output_index": index, "item": added}))
+        if item.kind == "text":
+            out.append(self._event("response.content_part.added", {
+                **self._where(item), "content_index": 0, "part": items.output_text("")}))
+
+    def _where(self, item: _Item) -> dict[str, Any]:
+        return {"item_id": item.item_id, "output_index": item.output_index}
+
+    def _block_delta(self, event: ir.BlockDelta, out: list[bytes]) -> None:
+        item = self._open
+        if item is None or item.block != event.index or not event.text:
+            return
+        match (item.kind, event.kind):
+            case ("text", "text"):
+                item.text += event.text
+                out.append(self._event("response.output_text.delta", {
+                    **self._where(item), "content_index": 0, "delta": event.text, "logprobs": []}))
+            case ("reasoning", "reasoning"):
+                if not item.summary_open:
+                    item.summary_open = True
+                    out.append(self._event("response.reasoning_summary_part.added", {
+                        **self._where(item), "summary_index": 0, "part": items.summary_text("")}))
+                item.text += event.text
+                out.append(self._event("response.reasoning_summary_text.delta", {
+                    **self._where(item), "summary_index": 0, "delta": event.text}))
+            case ("reasoning", "signature"):
+                item.signature = (item.signature or "") + event.text
+            case ("tool_call", "arguments"):
+                item.text += event.text
+                out.append(self._event("response.function_call_arguments.delta", {
+                    **self._where(item), "delta": event.text}))
+            case _:
+                pass  # redacted thinking, server tool input: no Responses field shows them
+
+    def _close(self, out: list[bytes], status: items.ItemStatus) -> None:
+        item = self._open
+        if item is None:
+            return
+        self._open = None
+        match item.kind:
+            case "text":
+                done = items.message(item.item_id, [item.text], status)
+                out.append(self._event("response.output_text.done", {
+                    **self._where(item), "content_index": 0, "text": item.text, "logprobs": []}))
+                out.append(self._event("response.content_part.done", {
+                    **self._where(item), "content_index": 0, "part": items.output_text(item.text)}))
+            case "reasoning":
+                done = items.reasoning(item.item_id, item.text, item.signature)
+                if item.summary_open:
+                    out.append(self._event("response.reasoning_summary_text.done", {
+                        **self._where(item), "summary_index": 0, "text": item.text}))
+                    out.append(self._event("response.reasoning_summary_part.done", {
+                        **self._where(item), "summary_index": 0, "part": items.summary_text(item.text)}))
+            case "tool_call":
+                done = items.function_call(item.item_id, item.call_id, item.name, item.text, status)
+                out.append(self._event("response.function_call_arguments.done", {
+                    **self._where(item), "arguments": item.text}))
+            case "server_tool":
+                done = item.raw or {}
+            case _:
+                assert_never(item.kind)
+        self._output.append(done)
+        out.append(self._event("response.output_item.done", {"output_index": item.output_index, "item": done}))

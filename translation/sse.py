@@ -1,0 +1,129 @@
+"""Server-sent events: an incremental parser and a pure encoder.
+
+The parser does no I/O: feed it bytes as they arrive, in any chunking, and it
+returns the events completed so far (WHATWG event-stream rules: LF, CRLF or CR
+line ends, multi-line ``data:``, comments, optional ``event:``). The encoder is
+the one place that frames an event for the wire.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    data: str
+    event: str | None = None
+    id: str | None = None
+
+
+class SSEParser:
+    """``feed(bytes) -> events`` then ``finish() -> events`` at end of stream."""
+
+    def __init__(self) -> None:
+        self._pieces: list[bytes] = []  # an unfinished line, kept in pieces to stay linear
+        self._pending_cr = False
+        self._event: str | None = None
+        self._data: list[str] = []
+        self._id: str | None = None
+        self.comments = 0
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        if not chunk:
+            return []
+        if self._pending_cr:
+            self._pending_cr = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+        if b"\r" in chunk:
+            # A CR closing the chunk may be the first half of a CRLF split across reads.
+            self._pending_cr = chunk.endswith(b"\r")
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if b"\n" not in chunk:
+            self._pieces.append(chunk)
+            return []
+        lines = chunk.split(b"\n")
+        if self._pieces:
+            self._pieces.append(lines[0])
+            lines[0] = b"".join(self._pieces)
+        rest = lines.pop()
+        self._pieces = [rest] if rest else []
+        out: list[SSEEvent] = []
+        for line in lines:
+            self._line(line, out)
+        return out
+
+    def finish(self) -> list[SSEEvent]:
+        """End of stream: a last event without its blank line is still delivered,
+        so that a truncated upstream surfaces as malformed data, not as silence."""
+
+        out: list[SSEEvent] = []
+        if self._pieces:
+            line = b"".join(self._pieces)
+            self._pieces = []
+            self._line(line, out)
+        self._dispatch(out)
+        return out
+
+    def _line(self, raw: bytes, out: list[SSEEvent]) -> None:
+        if not raw:
+            self._dispatch(out)
+            return
+        line = raw.decode("utf-8", "replace")
+        if line[0] == ":":
+            self.comments += 1
+            return
+        name, sep, value = line.partition(":")
+        if sep and value[:1] == " ":
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\0" not in value:
+                self._id = value
+        # "retry" and unknown fields are ignored, as the spec says.
+
+    def _dispatch(self, out: list[SSEEvent]) -> None:
+        if self._data:
+            data = self._data[0] if len(self._data) == 1 else "\n".join(self._data)
+            out.append(SSEEvent(data=data, event=self._event or None, id=self._id))
+        self._data = []
+        self._event = None
+
+
+def encode(event: str | None, data: Any) -> bytes:
+    """One event as bytes: JSON on a single line, blank-line terminated."""
+
+    payload = orjson.dumps(data)
+    if event is None:
+        return b"data: " + payload + b"\n\n"
+    return b"event: " + event.encode() + b"\ndata: " + payload + b"\n\n"
+
+
+def encode_text(data: str, event: str | None = None) -> bytes:
+    """A non-JSON payload such as ``[DONE]``; multi-line text becomes several data lines."""
+
+    body = b"".join(b"data: " + line.encode() + b"\n" for line in data.split("\n"))
+    head = b"" if event is None else b"event: " + event.encode() + b"\n"
+    return head + body + b"\n"
+
+
+def comment(text: str = "keepalive") -> bytes:
+    return b": " + text.encode() + b"\n\n"
+
+
+DONE = encode_text("[DONE]")
+
+
+def loads(data: str | bytes) -> Any:
+    return orjson.loads(data)
+
+
+def dumps(obj: Any) -> str:
+    return orjson.dumps(obj).decode()
