@@ -114,7 +114,3 @@ GATEWAY_MODELS_CACHE_TTL = env.float("GATEWAY_MODELS_CACHE_TTL", default=300.0)
 GATEWAY_LOG_BODIES = env.bool("GATEWAY_LOG_BODIES", default=False)
 GATEWAY_LOG_BODY_LIMIT = env.int("GATEWAY_LOG_BODY_LIMIT", default=16384)
 DATA_UPLOAD_MAX_MEMORY_SIZE = None  # the API body limit is enforced by gateway.bodylimit before Django reads
-
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # A file, not memory, so that the gateway processes started by end-to-end tests share it.
-    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "test_db.sqlite3")}

@@ -1,7 +1,16 @@
-"""Settings for the test run: the real ones, with a fixed key for the test processes."""
+"""Settings for the test run: the real ones, with a fixed key and a test database of this run's own."""
 
 import os
+import tempfile
 
 os.environ.setdefault("SECRET_KEY", "test-secret-key-not-for-production")
 
 from gateway.settings import *  # noqa: E402,F403
+from gateway.settings import DATABASES  # noqa: E402
+
+# Per process, so that concurrent test runs on one machine never share a database.
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # A file, not memory: the gateway processes started by end-to-end tests open it too.
+    DATABASES["default"]["TEST"] = {"NAME": os.path.join(tempfile.gettempdir(), f"gateway_test_{os.getpid()}.sqlite3")}
+else:
+    DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{os.getpid()}"}
