@@ -30,9 +30,15 @@ def encrypt(plain: str) -> str:
     return _current().encrypt(plain.encode()).decode()
 
 
+@lru_cache(maxsize=4096)
+def _decrypt(token: str, material: str) -> str:
+    return _fernet(material).decrypt(token.encode()).decode()
+
+
 def decrypt(token: str) -> str:
+    # Cached: the hot path decrypts the chosen account's key on every request.
     try:
-        return _current().decrypt(token.encode()).decode()
+        return _decrypt(token, settings.GATEWAY_ENCRYPTION_KEY or settings.SECRET_KEY)
     except InvalidToken as exc:
         raise ValueError("secret cannot be decrypted with the configured key") from exc
 

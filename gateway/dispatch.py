@@ -293,7 +293,7 @@ class _StreamWriter:
             self._log()
 
     def _log(self) -> None:
-        resp = self.tap.response
+        resp = self.tap.result()
         _finish_record(self.ex, self.status, resp.usage, resp.finish)
         if self.error_class:
             self.ex.record.error_class = self.error_class

@@ -36,7 +36,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "gateway.middleware.CorsMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "gateway.static.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -114,3 +114,4 @@ GATEWAY_MODELS_CACHE_TTL = env.float("GATEWAY_MODELS_CACHE_TTL", default=300.0)
 GATEWAY_LOG_BODIES = env.bool("GATEWAY_LOG_BODIES", default=False)
 GATEWAY_LOG_BODY_LIMIT = env.int("GATEWAY_LOG_BODY_LIMIT", default=16384)
 DATA_UPLOAD_MAX_MEMORY_SIZE = None  # the API body limit is enforced by gateway.bodylimit before Django reads
+WHITENOISE_USE_FINDERS = True  # admin and dashboard assets are served even before collectstatic

@@ -13,6 +13,7 @@ class Folder:
     def __init__(self) -> None:
         self.response = ir.Response()
         self._open: dict[int, ir.Block] = {}
+        self._text: dict[int, list[str]] = {}  # joined once at the block's stop: deltas can be many
 
     def feed(self, event: ir.Event) -> None:
         resp = self.response
@@ -26,6 +27,7 @@ class Folder:
                 started = ir.Block(kind=event.kind, id=event.id, name=event.name,
                                    raw=event.raw, raw_protocol=event.raw_protocol)
                 self._open[event.index] = started
+                self._text[event.index] = []
                 resp.blocks.append(started)
             case ir.BlockDelta():
                 open_block = self._open.get(event.index)
@@ -36,9 +38,9 @@ class Folder:
                 elif event.kind == "redacted":
                     open_block.redacted = (open_block.redacted or "") + event.text
                 else:
-                    open_block.text += event.text
+                    self._text[event.index].append(event.text)
             case ir.BlockStop():
-                self._open.pop(event.index, None)
+                self._close(event.index)
             case ir.Usage():
                 resp.usage = resp.usage.merge(event)
             case ir.Finish():
@@ -47,11 +49,24 @@ class Folder:
                 resp.error = event
 
 
+    def _close(self, index: int) -> None:
+        block = self._open.pop(index, None)
+        if block is not None:
+            block.text += "".join(self._text.pop(index))
+
+    def result(self) -> ir.Response:
+        """The response so far, with blocks still open (a cut-off stream) included as they are."""
+
+        for index in list(self._open):
+            self._close(index)
+        return self.response
+
+
 def fold(events: Iterable[ir.Event]) -> ir.Response:
     folder = Folder()
     for event in events:
         folder.feed(event)
-    return folder.response
+    return folder.result()
 
 
 def unfold(resp: ir.Response) -> list[ir.Event]:

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, assert_never
 
 from .. import ids, ir, sse
+from ..encoder_base import EncoderBase
 from ..protocol import EncodeContext
 from . import errors, stop_reason, usage
 from .wire import NAME
 
 _Mode = Literal["text", "tool", "server", "pending", "thinking", "redacted", "dropped"]
-NO_FINISH_MESSAGE = "upstream ended without a finish reason"
 
 
 @dataclass
@@ -35,66 +35,43 @@ class _Block:
     streaming_arguments: bool = False
 
 
-class AnthropicStreamEncoder:
+class AnthropicStreamEncoder(EncoderBase):
     def __init__(self, ctx: EncodeContext) -> None:
+        super().__init__()
         self._ctx = ctx
         self._id = ctx.id or ids.new_id("msg_")
         self._started = False
-        self._done = False
         self._next_index = 0
         self._open: _Block | None = None
-        self._usage = ir.Usage()
-        self._finish: ir.Finish | None = None
 
     # ------------------------------------------------------------- entry points
 
-    def feed(self, event: ir.Event) -> list[bytes]:
-        if self._done:
-            return []
-        out: list[bytes] = []
-        match event:
-            case ir.MessageStart():
-                if event.usage is not None:
-                    self._usage = self._usage.merge(event.usage)
-                self._ensure_started(out)
-            case ir.BlockStart():
-                self._ensure_started(out)
-                self._close(out)
-                self._open_block(event, out)
-            case ir.BlockDelta():
-                if self._open is not None and self._open.ir_index == event.index and event.text:
-                    self._delta(self._open, event, out)
-            case ir.BlockStop():
-                if self._open is not None and self._open.ir_index == event.index:
-                    self._close(out)
-            case ir.Usage():
-                self._usage = self._usage.merge(event)
-            case ir.Finish():
-                self._finish = event
-            case ir.Error():
-                self._error_ending(event.status, event.message, event.error_type, out)
-            case _:
-                assert_never(event)
-        return out
+    def _message_start(self, event: ir.MessageStart, out: list[bytes]) -> None:
+        self._ensure_started(out)
 
-    def finish(self) -> list[bytes]:
-        if self._done:
-            return []
-        out: list[bytes] = []
-        if self._finish is None:
-            self._error_ending(502, NO_FINISH_MESSAGE, "api_error", out)
-            return out
+    def _block_start(self, event: ir.BlockStart, out: list[bytes]) -> None:
         self._ensure_started(out)
         self._close(out)
-        reason = stop_reason.from_ir(self._finish)
+        self._open_block(event, out)
+
+    def _block_delta(self, event: ir.BlockDelta, out: list[bytes]) -> None:
+        if self._open is not None and self._open.ir_index == event.index and event.text:
+            self._delta(self._open, event, out)
+
+    def _block_stop(self, event: ir.BlockStop, out: list[bytes]) -> None:
+        if self._open is not None and self._open.ir_index == event.index:
+            self._close(out)
+
+    def _end(self, finish: ir.Finish, out: list[bytes]) -> None:
+        self._ensure_started(out)
+        self._close(out)
+        reason = stop_reason.from_ir(finish)
         out.append(sse.encode("message_delta", {
             "type": "message_delta",
-            "delta": {"stop_reason": reason, "stop_sequence": stop_reason.stop_sequence_of(self._finish, reason)},
+            "delta": {"stop_reason": reason, "stop_sequence": stop_reason.stop_sequence_of(finish, reason)},
             "usage": usage.from_ir(self._usage),
         }))
         out.append(sse.encode("message_stop", {"type": "message_stop"}))
-        self._done = True
-        return out
 
     # ------------------------------------------------------------- message
 
@@ -114,15 +91,14 @@ class AnthropicStreamEncoder:
         }))
         out.append(sse.encode("ping", {"type": "ping"}))
 
-    def _error_ending(self, status: int, message: str, error_type: str | None, out: list[bytes]) -> None:
+    def _error_ending(self, error: ir.Error, out: list[bytes]) -> None:
         self._ensure_started(out)
         self._close(out)
         out.append(sse.encode("error", {
             "type": "error",
-            "error": {"type": errors.anthropic_type(status, error_type), "message": message},
+            "error": {"type": errors.anthropic_type(error.status, error.error_type), "message": error.message},
         }))
         out.append(sse.encode("message_stop", {"type": "message_stop"}))
-        self._done = True
 
     # ------------------------------------------------------------- blocks
 

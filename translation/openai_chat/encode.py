@@ -9,15 +9,15 @@ then ``data: [DONE]``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, assert_never
+from typing import Any, Literal
 
 from .. import ids, ir, sse
+from ..encoder_base import EncoderBase
 from ..protocol import EncodeContext
 from . import stop_reason
 from .usage import is_empty, render_usage
 
 NAME = "openai_chat"
-NO_FINISH = "upstream ended without a finish reason"
 
 # Which IR delta kind a block of each kind accepts, and the delta field it becomes.
 _DELTA_FIELD: dict[tuple[ir.BlockKind, ir.DeltaKind], str] = {
@@ -32,60 +32,29 @@ class _Block:
     tool_position: int = 0  # the Chat tool_calls index of a tool_call block
 
 
-class ChatStreamEncoder:
+class ChatStreamEncoder(EncoderBase):
     def __init__(self, ctx: EncodeContext) -> None:
+        super().__init__()
         self._id = ctx.id or ids.new_id("chatcmpl-")
         self._created = ctx.created
         self._model = ctx.model
         self._started = False
-        self._done = False
         self._blocks: dict[int, _Block] = {}  # open IR blocks
         self._tool_count = 0
-        self._usage = ir.Usage()
-        self._finish: ir.Finish | None = None
 
-    def feed(self, event: ir.Event) -> list[bytes]:
-        if self._done:
-            return []
-        out: list[bytes] = []
-        match event:
-            case ir.MessageStart():
-                self._start(out)
-                if event.usage is not None:
-                    self._usage = self._usage.merge(event.usage)
-            case ir.BlockStart():
-                self._start(out)
-                self._block_start(event, out)
-            case ir.BlockDelta():
-                self._start(out)
-                self._block_delta(event, out)
-            case ir.BlockStop():
-                self._blocks.pop(event.index, None)
-            case ir.Usage():
-                self._usage = self._usage.merge(event)
-            case ir.Finish():
-                self._finish = event
-            case ir.Error():
-                self._error_ending(event, out)
-            case _:
-                assert_never(event)
-        return out
+    def _message_start(self, event: ir.MessageStart, out: list[bytes]) -> None:
+        self._start(out)
 
-    def finish(self) -> list[bytes]:
-        if self._done:
-            return []
-        out: list[bytes] = []
-        if self._finish is None:
-            self._error_ending(ir.Error(message=NO_FINISH, error_type="upstream_truncated"), out)
-            return out
+    def _block_stop(self, event: ir.BlockStop, out: list[bytes]) -> None:
+        self._blocks.pop(event.index, None)
+
+    def _end(self, finish: ir.Finish, out: list[bytes]) -> None:
         self._start(out)
         extra: dict[str, Any] = {}
         if not is_empty(self._usage):
             extra["usage"] = render_usage(self._usage)
-        out.append(self._chunk({}, stop_reason.to_chat(self._finish), **extra))
+        out.append(self._chunk({}, stop_reason.to_chat(finish), **extra))
         out.append(sse.DONE)
-        self._done = True
-        return out
 
     # ------------------------------------------------------------ pieces
 
@@ -106,6 +75,7 @@ class ChatStreamEncoder:
             out.append(self._chunk({"role": "assistant", "content": ""}))
 
     def _block_start(self, event: ir.BlockStart, out: list[bytes]) -> None:
+        self._start(out)
         if event.kind == "tool_call":
             position = self._tool_count
             self._tool_count += 1
@@ -122,6 +92,7 @@ class ChatStreamEncoder:
             self._blocks[event.index] = _Block(event.kind)
 
     def _block_delta(self, event: ir.BlockDelta, out: list[bytes]) -> None:
+        self._start(out)
         block = self._blocks.get(event.index)
         if block is None or not event.text or block.kind == "dropped":
             return
@@ -139,4 +110,3 @@ class ChatStreamEncoder:
         out.append(self._chunk({}, "error", error={
             "message": error.message, "type": error.error_type, "code": error.code}))
         out.append(sse.DONE)
-        self._done = True

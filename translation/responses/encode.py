@@ -12,10 +12,11 @@ finish: ``response.completed``, ``response.incomplete`` (length, content filter)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, assert_never
 
 from .. import ir, sse
+from ..encoder_base import EncoderBase
 from ..ids import new_id
 from ..protocol import EncodeContext
 from . import items
@@ -24,8 +25,6 @@ from .errors import response_error
 from .response import RAW_PROTOCOL
 from .stop_reason import incomplete_reason_for
 from .usage import render_usage
-
-NO_FINISH = "upstream ended without a finish reason"
 
 
 @dataclass
@@ -36,7 +35,7 @@ class _Item:
     kind: ir.BlockKind
     output_index: int
     item_id: str
-    text: str = ""  # text, reasoning summary or arguments so far
+    pieces: list[str] = field(default_factory=list)  # text, reasoning summary or arguments so far
     signature: str | None = None
     summary_open: bool = False  # reasoning: summary part 0 announced
     call_id: str = ""
@@ -44,68 +43,41 @@ class _Item:
     raw: dict[str, Any] | None = None
 
 
-class ResponsesStreamEncoder:
+class ResponsesStreamEncoder(EncoderBase):
     def __init__(self, ctx: EncodeContext) -> None:
+        super().__init__()
         self._ctx = ctx
         self._id = ctx.id or new_id("resp_")
         self._fields = echoed_fields(ctx)
         self._seq = 0
         self._started = False
-        self._done = False
         self._open: _Item | None = None
         self._output: list[dict[str, Any]] = []  # finished items, in output_index order
-        self._usage = ir.Usage()
-        self._finish: ir.Finish | None = None
 
     # ------------------------------------------------------------ entry points
 
-    def feed(self, event: ir.Event) -> list[bytes]:
-        if self._done:
-            return []
-        out: list[bytes] = []
-        if not self._started:
-            self._start(out)
-        match event:
-            case ir.MessageStart():
-                if event.usage is not None:
-                    self._usage = self._usage.merge(event.usage)
-            case ir.BlockStart():
-                self._block_start(event, out)
-            case ir.BlockDelta():
-                self._block_delta(event, out)
-            case ir.BlockStop():
-                if self._open is not None and self._open.block == event.index:
-                    self._close(out, "completed")
-            case ir.Usage():
-                self._usage = self._usage.merge(event)
-            case ir.Finish():
-                self._finish = event
-            case ir.Error():
-                self._close(out, "incomplete")
-                self._failed(event, out)
-            case _:
-                assert_never(event)
-        return out
+    def _message_start(self, event: ir.MessageStart, out: list[bytes]) -> None:
+        self._start(out)
 
-    def finish(self) -> list[bytes]:
-        if self._done:
-            return []
-        out: list[bytes] = []
-        if not self._started:
-            self._start(out)
-        finish = self._finish
-        self._close(out, "completed" if finish is not None else "incomplete")
-        if finish is None:
-            self._failed(ir.Error(message=NO_FINISH, error_type="upstream_truncated"), out)
-        elif finish.reason == ir.FinishReason.ERROR:
+    def _block_stop(self, event: ir.BlockStop, out: list[bytes]) -> None:
+        if self._open is not None and self._open.block == event.index:
+            self._close(out, "completed")
+
+    def _end(self, finish: ir.Finish, out: list[bytes]) -> None:
+        self._start(out)
+        self._close(out, "completed")
+        if finish.reason == ir.FinishReason.ERROR:
             self._failed(ir.Error(message="upstream finished with an error"), out)
-        else:
-            reason = incomplete_reason_for(finish)
-            status = "incomplete" if reason else "completed"
-            response = self._response(status, render_usage(self._usage), incomplete_reason=reason)
-            out.append(self._event(f"response.{status}", {"response": response}))
-            self._done = True
-        return out
+            return
+        reason = incomplete_reason_for(finish)
+        status = "incomplete" if reason else "completed"
+        response = self._response(status, render_usage(self._usage), incomplete_reason=reason)
+        out.append(self._event(f"response.{status}", {"response": response}))
+
+    def _error_ending(self, error: ir.Error, out: list[bytes]) -> None:
+        self._start(out)
+        self._close(out, "incomplete")
+        self._failed(error, out)
 
     # ------------------------------------------------------------ framing
 
@@ -119,6 +91,8 @@ class ResponsesStreamEncoder:
                                fields=self._fields, **extra)
 
     def _start(self, out: list[bytes]) -> None:
+        if self._started:
+            return
         self._started = True
         response = self._response("in_progress", None)
         out.append(self._event("response.created", {"response": response}))
@@ -127,11 +101,11 @@ class ResponsesStreamEncoder:
     def _failed(self, error: ir.Error, out: list[bytes]) -> None:
         response = self._response("failed", render_usage(self._usage), error=response_error(error))
         out.append(self._event("response.failed", {"response": response}))
-        self._done = True
 
     # ------------------------------------------------------------ items
 
     def _block_start(self, event: ir.BlockStart, out: list[bytes]) -> None:
+        self._start(out)
         self._close(out, "completed")  # at most one block is open; be safe if not
         index = len(self._output)
         match event.kind:
@@ -167,7 +141,7 @@ class ResponsesStreamEncoder:
             return
         match (item.kind, event.kind):
             case ("text", "text"):
-                item.text += event.text
+                item.pieces.append(event.text)
                 out.append(self._event("response.output_text.delta", {
                     **self._where(item), "content_index": 0, "delta": event.text, "logprobs": []}))
             case ("reasoning", "reasoning"):
@@ -175,13 +149,13 @@ class ResponsesStreamEncoder:
                     item.summary_open = True
                     out.append(self._event("response.reasoning_summary_part.added", {
                         **self._where(item), "summary_index": 0, "part": items.summary_text("")}))
-                item.text += event.text
+                item.pieces.append(event.text)
                 out.append(self._event("response.reasoning_summary_text.delta", {
                     **self._where(item), "summary_index": 0, "delta": event.text}))
             case ("reasoning", "signature"):
                 item.signature = (item.signature or "") + event.text
             case ("tool_call", "arguments"):
-                item.text += event.text
+                item.pieces.append(event.text)
                 out.append(self._event("response.function_call_arguments.delta", {
                     **self._where(item), "delta": event.text}))
             case _:
@@ -192,24 +166,25 @@ class ResponsesStreamEncoder:
         if item is None:
             return
         self._open = None
+        text = "".join(item.pieces)
         match item.kind:
             case "text":
-                done = items.message(item.item_id, [item.text], status)
+                done = items.message(item.item_id, [text], status)
                 out.append(self._event("response.output_text.done", {
-                    **self._where(item), "content_index": 0, "text": item.text, "logprobs": []}))
+                    **self._where(item), "content_index": 0, "text": text, "logprobs": []}))
                 out.append(self._event("response.content_part.done", {
-                    **self._where(item), "content_index": 0, "part": items.output_text(item.text)}))
+                    **self._where(item), "content_index": 0, "part": items.output_text(text)}))
             case "reasoning":
-                done = items.reasoning(item.item_id, item.text, item.signature)
+                done = items.reasoning(item.item_id, text, item.signature)
                 if item.summary_open:
                     out.append(self._event("response.reasoning_summary_text.done", {
-                        **self._where(item), "summary_index": 0, "text": item.text}))
+                        **self._where(item), "summary_index": 0, "text": text}))
                     out.append(self._event("response.reasoning_summary_part.done", {
-                        **self._where(item), "summary_index": 0, "part": items.summary_text(item.text)}))
+                        **self._where(item), "summary_index": 0, "part": items.summary_text(text)}))
             case "tool_call":
-                done = items.function_call(item.item_id, item.call_id, item.name, item.text, status)
+                done = items.function_call(item.item_id, item.call_id, item.name, text, status)
                 out.append(self._event("response.function_call_arguments.done", {
-                    **self._where(item), "arguments": item.text}))
+                    **self._where(item), "arguments": text}))
             case "server_tool":
                 done = item.raw or {}
             case _:

@@ -12,7 +12,7 @@ from tests.translation.summary import Summary, summary_of
 from translation import ir, responses
 from translation.fold import fold
 from translation.protocol import EncodeContext
-from translation.responses.encode import NO_FINISH
+from translation.encoder_base import NO_FINISH
 
 R = ir.FinishReason
 TEXT = st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=12)
