@@ -35,11 +35,17 @@ run: migrate
 	$(BIN)/daphne -b $(HOST) -p $(PORT) gateway.asgi:application
 
 test: $(STAMP)
+	bash tests/browser/ensure_chromium.sh || echo "chromium could not be installed: the browser test will be skipped"
 	$(BIN)/python -m pytest tests
 	$(BIN)/mypy translation
 
-bench: migrate
-	$(BIN)/python -m bench
+# The bench starts its own servers on scratch databases; BENCH_ARGS="--quick" or "--only NAME".
+bench: $(STAMP)
+	$(BIN)/python -m bench $(BENCH_ARGS)
+
+# A deeper fault soak than the CI one (own servers, scratch database); SOAK_ARGS="--clients 300 --seconds 600".
+soak: $(STAMP)
+	$(BIN)/python -m tests.hardening.soak $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) db.sqlite3 staticfiles .mockupstream.pid

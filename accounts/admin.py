@@ -1,25 +1,34 @@
-"""The Django admin as a real tool for ops: pool state at a glance, secrets masked, actions."""
+"""The Django admin as a real tool for ops: pool state at a glance, secrets masked, actions.
+
+Account status changes only through the pool's own functions (the enable /
+disable / test actions), so every change writes its DisableEvent and broadcast;
+the change form shows the status but does not edit it.
+"""
 
 from __future__ import annotations
 
-import csv
-import io
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.cache import add_never_cache_headers
+from django.utils.html import format_html
 
-from . import pool
+from . import imports, pool
 from .models import Account, ApiKey, DisableEvent, ModelAlias, Provider, RequestLog
-from .probe import probe_account
+from .prices import validate_prices
+from .probe import probe_accounts
 from .rules import validate_rules
 from .secrets import new_client_key
+
+INLINE_ACCOUNTS_MAX = 50  # beyond this the provider page links to the account list instead
+PROBE_MAX = 20
 
 
 class AccountForm(forms.ModelForm):
@@ -29,7 +38,7 @@ class AccountForm(forms.ModelForm):
 
     class Meta:
         model = Account
-        fields = ["provider", "label", "secret", "status", "cooldown_until", "balance", "weight"]
+        fields = ["provider", "label", "secret", "balance", "weight"]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -50,7 +59,7 @@ class AccountInline(admin.TabularInline):
     model = Account
     form = AccountForm
     fields = ["label", "secret", "key_hint", "status", "balance", "weight", "last_used_at"]
-    readonly_fields = ["key_hint", "last_used_at"]
+    readonly_fields = ["key_hint", "status", "last_used_at"]
     extra = 0
     show_change_link = True
 
@@ -61,7 +70,7 @@ class ProviderForm(forms.ModelForm):
 
     class Meta:
         model = Provider
-        fields = "__all__"
+        exclude = ["proxy_failed_at"]
 
     def clean_rules(self) -> Any:
         rules = self.cleaned_data.get("rules")
@@ -70,85 +79,143 @@ class ProviderForm(forms.ModelForm):
             raise forms.ValidationError(problems)
         return rules
 
+    def clean_prices(self) -> Any:
+        prices = self.cleaned_data.get("prices") or {}
+        problems = validate_prices(prices)
+        if problems:
+            raise forms.ValidationError(problems)
+        return prices
+
+    def clean_served_models(self) -> Any:
+        served = self.cleaned_data.get("served_models") or []
+        if not isinstance(served, list) or not all(isinstance(m, str) and m for m in served):
+            raise forms.ValidationError("served models must be a list of model names")
+        return served
+
+    def clean_headers(self) -> Any:
+        headers = self.cleaned_data.get("headers") or {}
+        if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+            raise forms.ValidationError('headers must be an object of strings: {"Name": "value"}')
+        return headers
+
 
 @admin.register(Provider)
 class ProviderAdmin(admin.ModelAdmin):
     form = ProviderForm
-    list_display = ["name", "protocol", "base_url", "selection", "enabled", "account_count"]
+    list_display = ["name", "protocol", "base_url", "selection", "enabled", "accounts_link", "active_accounts"]
     list_filter = ["protocol", "enabled", "selection"]
     search_fields = ["name", "base_url"]
+    readonly_fields = ["proxy_failed_at"]
     inlines = [AccountInline]
 
-    @admin.display(description="accounts")
-    def account_count(self, obj: Provider) -> int:
-        return obj.accounts.count()
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Provider]:
+        return super().get_queryset(request).annotate(
+            n_accounts=Count("accounts"), n_active=Count("accounts", filter=Q(accounts__status=Account.ACTIVE)))
+
+    def get_inline_instances(self, request: HttpRequest, obj: Any = None) -> list[Any]:
+        # Hundreds of inline forms make a page nobody can use and a POST over Django's field limit.
+        if obj is not None and obj.accounts.count() > INLINE_ACCOUNTS_MAX:
+            return []
+        return super().get_inline_instances(request, obj)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return [*self.readonly_fields, "accounts_link"] if obj is not None else list(self.readonly_fields)
+
+    @admin.display(description="accounts", ordering="n_accounts")
+    def accounts_link(self, obj: Provider) -> str:
+        n = getattr(obj, "n_accounts", None)
+        if n is None:
+            n = obj.accounts.count()
+        url = reverse("admin:accounts_account_changelist") + f"?provider__id__exact={obj.pk}"
+        return format_html('<a href="{}">{} account(s)</a>', url, n)
+
+    @admin.display(description="active", ordering="n_active")
+    def active_accounts(self, obj: Provider) -> int:
+        return getattr(obj, "n_active", 0)
+
+
+class WriteOnlyTextarea(forms.Textarea):
+    """Never renders its value back: a form re-shown with errors must not put keys into the page."""
+
+    def format_value(self, value: Any) -> None:
+        return None
 
 
 class BulkImportForm(forms.Form):
     provider = forms.ModelChoiceField(queryset=Provider.objects.all())
-    keys = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 12}),
-                           help_text="One key per line, or CSV lines: label,key,balance")
+    keys = forms.CharField(required=False, widget=WriteOnlyTextarea(attrs={"rows": 12, "autocomplete": "off"}),
+                           help_text="One key per line, or CSV lines: label,key,balance "
+                                     "(not shown again if the form has errors: paste again)")
     file = forms.FileField(required=False, help_text="A text or CSV file in the same format")
-    label_prefix = forms.CharField(initial="acct", help_text="Used for lines without a label")
+    label_prefix = forms.SlugField(initial="acct", help_text="Labels for keys given without one: prefix-1, prefix-2 …")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if not data.get("keys") and not data.get("file"):
+            raise forms.ValidationError("Paste keys or choose a file.")
+        return data
 
 
-def parse_import(text: str, prefix: str) -> list[tuple[str, str, Decimal | None]]:
-    """Lines of ``key`` or ``label,key[,balance]`` → (label, key, balance); blanks and # comments skipped."""
-
-    rows: list[tuple[str, str, Decimal | None]] = []
-    for n, fields in enumerate(csv.reader(io.StringIO(text)), start=1):
-        fields = [f.strip() for f in fields]
-        if not fields or not fields[0] or fields[0].startswith("#"):
-            continue
-        if len(fields) == 1:
-            rows.append((f"{prefix}-{n}", fields[0], None))
-            continue
-        if fields[0].lower() == "label" and fields[1].lower() == "key":
-            continue  # header line
-        balance = None
-        if len(fields) > 2 and fields[2]:
-            try:
-                balance = Decimal(fields[2])
-            except InvalidOperation as exc:
-                raise ValueError(f"line {n}: balance '{fields[2]}' is not a number") from exc
-        rows.append((fields[0], fields[1], balance))
-    return rows
+def _today_start() -> Any:
+    return timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
 
 
 @admin.register(Account)
 class AccountAdmin(admin.ModelAdmin):
     form = AccountForm
     list_display = ["__str__", "key_hint", "status", "cooldown_until", "balance", "last_used_at",
-                    "requests", "errors", "input_tokens", "output_tokens"]
+                    "today_requests", "today_tokens", "requests", "errors"]
     list_filter = ["status", "provider", "disabled_by_hand"]
     search_fields = ["label", "provider__name", "key_hint"]
     list_select_related = ["provider"]
-    readonly_fields = ["key_hint", "last_used_at", "requests", "errors", "input_tokens", "output_tokens",
-                       "cached_tokens", "reasoning_tokens", "disabled_by_hand"]
+    readonly_fields = ["key_hint", "status", "cooldown_until", "disabled_by_hand", "last_used_at", "requests",
+                       "errors", "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens"]
     actions = ["enable_accounts", "disable_accounts", "test_accounts"]
     change_list_template = "admin/accounts/account/change_list.html"
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        return ["provider", "label", "secret", "key_hint", "status", "cooldown_until", "balance", "weight",
+        if obj is None:
+            return ["provider", "label", "secret", "balance", "weight"]
+        return ["provider", "label", "secret", "key_hint", "balance", "weight", "status", "cooldown_until",
                 "disabled_by_hand", "last_used_at", "requests", "errors", "input_tokens", "output_tokens",
                 "cached_tokens", "reasoning_tokens"]
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Account]:
+        qs = super().get_queryset(request)
+        # Today's usage from the request log: a correlated subquery per listed row on the
+        # (account, created_at) index, so it costs one index range per row on the page.
+        today = (RequestLog.objects.filter(account=OuterRef("pk"), created_at__gte=_today_start())
+                 .order_by().values("account"))
+        return qs.annotate(
+            today_n=Coalesce(Subquery(today.annotate(n=Count("pk")).values("n")), 0),
+            today_t=Coalesce(Subquery(today.annotate(t=Sum(F("input_tokens") + F("output_tokens"))).values("t")), 0),
+        )
+
+    @admin.display(description="today: requests", ordering="today_n")
+    def today_requests(self, obj: Account) -> int:
+        return getattr(obj, "today_n", 0)
+
+    @admin.display(description="today: tokens", ordering="today_t")
+    def today_tokens(self, obj: Account) -> int:
+        return getattr(obj, "today_t", 0)
+
     @admin.action(description="Enable selected accounts")
     def enable_accounts(self, request: HttpRequest, queryset: QuerySet[Account]) -> None:
-        for account in queryset:
-            pool.enable_account(account.pk, how="hand")
-        self.message_user(request, f"Enabled {queryset.count()} account(s).")
+        n = sum(pool.enable_account(pk, how="hand") for pk in queryset.values_list("pk", flat=True))
+        self.message_user(request, f"Enabled {n} account(s).")
 
     @admin.action(description="Disable selected accounts")
     def disable_accounts(self, request: HttpRequest, queryset: QuerySet[Account]) -> None:
-        for account in queryset:
-            pool.disable_by_hand(account.pk)
-        self.message_user(request, f"Disabled {queryset.count()} account(s).")
+        n = sum(pool.disable_by_hand(pk) for pk in queryset.values_list("pk", flat=True))
+        self.message_user(request, f"Disabled {n} account(s).")
 
     @admin.action(description="Test selected accounts (send a minimal request)")
     def test_accounts(self, request: HttpRequest, queryset: QuerySet[Account]) -> None:
-        for account in queryset.select_related("provider")[:20]:
-            outcome = probe_account(account)
+        accounts = list(queryset.select_related("provider").order_by("id")[:PROBE_MAX + 1])
+        if len(accounts) > PROBE_MAX:
+            accounts = accounts[:PROBE_MAX]
+            self.message_user(request, f"Testing the first {PROBE_MAX} selected accounts only.", messages.WARNING)
+        for account, outcome in zip(accounts, probe_accounts(accounts)):
             level = messages.SUCCESS if outcome.ok else messages.ERROR
             self.message_user(request, f"{account}: {outcome.summary}", level)
 
@@ -157,50 +224,38 @@ class AccountAdmin(admin.ModelAdmin):
                 *super().get_urls()]
 
     def import_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_add_permission(request):
+            return HttpResponseRedirect(reverse("admin:accounts_account_changelist"))
         form = BulkImportForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
             text = form.cleaned_data["keys"] or ""
             if form.cleaned_data["file"]:
-                text += "\n" + form.cleaned_data["file"].read().decode("utf-8", "replace")
+                text += "\n" + form.cleaned_data["file"].read().decode("utf-8-sig", "replace")
             try:
-                rows = parse_import(text, form.cleaned_data["label_prefix"])
-            except ValueError as exc:
-                form.add_error("keys", str(exc))
+                rows = imports.parse(text)
+            except imports.ImportProblem as exc:
+                form.add_error("file" if form.cleaned_data["file"] else "keys", str(exc))
             else:
-                created, updated = import_accounts(form.cleaned_data["provider"], rows)
-                self.message_user(request, f"Imported {created} new and updated {updated} account(s).")
+                result = imports.import_accounts(form.cleaned_data["provider"], rows,
+                                                 form.cleaned_data["label_prefix"])
+                self.message_user(request, f"Imported {result.created} new and updated {result.updated} "
+                                           f"account(s); {result.unchanged} unchanged.")
                 return HttpResponseRedirect(reverse("admin:accounts_account_changelist"))
         context = {**self.admin_site.each_context(request), "form": form, "title": "Import accounts",
                    "opts": self.model._meta}
         return render(request, "admin/accounts/account/import.html", context)
 
 
-@transaction.atomic
-def import_accounts(provider: Provider, rows: list[tuple[str, str, Decimal | None]]) -> tuple[int, int]:
-    existing = {a.label: a for a in Account.objects.filter(provider=provider)}
-    new: list[Account] = []
-    updated = 0
-    for label, key, balance in rows:
-        account = existing.get(label)
-        if account is None:
-            account = Account(provider=provider, label=label, balance=balance)
-            account.set_secret(key)
-            new.append(account)
-            existing[label] = account
-        else:
-            account.set_secret(key)
-            if balance is not None:
-                account.balance = balance
-            account.save()
-            updated += 1
-    Account.objects.bulk_create(new, batch_size=500)
-    return len(new), updated
-
-
 class ApiKeyForm(forms.ModelForm):
     class Meta:
         model = ApiKey
         fields = ["name", "allowed_models", "active", "rate_limit_per_minute", "daily_token_limit"]
+
+    def clean_allowed_models(self) -> Any:
+        allowed = self.cleaned_data.get("allowed_models") or []
+        if not isinstance(allowed, list) or not all(isinstance(m, str) and m for m in allowed):
+            raise forms.ValidationError('allowed models must be a list of names or patterns: ["gpt-*"]')
+        return allowed
 
 
 @admin.register(ApiKey)
@@ -215,10 +270,20 @@ class ApiKeyAdmin(admin.ModelAdmin):
         if not change:
             plain = new_client_key()
             obj.set_key(plain)
-            # Shown once: only the hash is stored from here on.
-            self.message_user(request, f"New key for '{obj.name}': {plain} — copy it now, it will not be shown again.",
-                              messages.WARNING)
+            request._new_client_key = plain  # type: ignore[attr-defined]  # for response_add only
         super().save_model(request, obj, form, change)
+
+    def response_add(self, request: HttpRequest, obj: ApiKey, post_url_continue: str | None = None) -> HttpResponse:
+        # The key is shown on this one page and stored nowhere else (not in a message, cookie or session).
+        plain = getattr(request, "_new_client_key", None)
+        if plain is None:
+            return super().response_add(request, obj, post_url_continue)
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "title": "New client key",
+                   "key": plain, "obj": obj,
+                   "change_url": reverse("admin:accounts_apikey_change", args=[obj.pk])}
+        response = render(request, "admin/accounts/apikey/created.html", context)
+        add_never_cache_headers(response)
+        return response
 
 
 @admin.register(ModelAlias)
@@ -232,10 +297,12 @@ class ModelAliasAdmin(admin.ModelAdmin):
 @admin.register(DisableEvent)
 class DisableEventAdmin(admin.ModelAdmin):
     list_display = ["account", "created_at", "tier", "rule", "status_code", "cooldown_until", "ended_at", "ended_by"]
-    list_filter = ["tier", "ended_by", "account__provider"]
+    list_filter = [("ended_at", admin.EmptyFieldListFilter), "tier", "ended_by", "status_code",
+                   "account__provider", "created_at"]
     search_fields = ["account__label", "excerpt"]
     list_select_related = ["account", "account__provider"]
     readonly_fields = [f.name for f in DisableEvent._meta.fields]
+    date_hierarchy = "created_at"
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -245,7 +312,7 @@ class DisableEventAdmin(admin.ModelAdmin):
 class RequestLogAdmin(admin.ModelAdmin):
     list_display = ["created_at", "request_id", "client_key_name", "client_protocol", "upstream_protocol",
                     "model_requested", "account", "status", "attempt_count", "latency_ms", "input_tokens",
-                    "output_tokens"]
+                    "output_tokens", "cost"]
     list_filter = ["status", "client_protocol", "upstream_protocol", "stream"]
     search_fields = ["request_id", "model_requested", "client_key_name"]
     list_select_related = ["account", "account__provider"]
@@ -257,3 +324,4 @@ class RequestLogAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+

@@ -11,6 +11,7 @@ from typing import Any
 from django.db import transaction
 
 from .models import PROTOCOL_CHOICES, Account, ApiKey, ModelAlias, Provider
+from .prices import validate_prices
 from .rules import validate_rules
 from .secrets import hash_client_key
 
@@ -18,7 +19,7 @@ PROTOCOLS = {name for name, _ in PROTOCOL_CHOICES}
 PROVIDER_FIELDS = {
     "headers": dict, "selection": str, "connect_timeout": float, "first_byte_timeout": float,
     "idle_timeout": float, "proxy_url": str, "accepts_thinking": bool, "accepts_cache_control": bool,
-    "anthropic_version": str, "enabled": bool, "rules": list,
+    "anthropic_version": str, "enabled": bool, "rules": list, "auto_prefix": bool, "prices": dict,
 }
 
 
@@ -96,6 +97,8 @@ def _load_provider(p: dict[str, Any], where: str, report: LoadReport) -> None:
             defaults[key] = value
     if "rules" in defaults and (problems := validate_rules(defaults["rules"])):
         raise ConfigError(f"{where}: " + "; ".join(problems))
+    if "prices" in defaults and (problems := validate_prices(defaults["prices"])):
+        raise ConfigError(f"{where}.prices: " + "; ".join(problems))
     provider, created = Provider.objects.update_or_create(name=name, defaults=defaults)
     report.count("providers", created)
     for j, a in enumerate(p.get("accounts", [])):

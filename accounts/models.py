@@ -36,6 +36,11 @@ class Provider(models.Model):
     accepts_thinking = models.BooleanField(default=True)
     accepts_cache_control = models.BooleanField(default=True)
     anthropic_version = models.CharField(max_length=20, default="2023-06-01")
+    auto_prefix = models.BooleanField(
+        default=False, help_text="The upstream wants vendor-prefixed names (anthropic/claude-…), as OpenRouter does")
+    prices = models.JSONField(
+        default=dict, blank=True,
+        help_text='USD per million tokens by upstream model: {"gpt-5-mini": {"input": 0.25, "output": 2, "cached": 0.025}}')
     rules = models.JSONField(default=default_rules, blank=True,
                              help_text="Error classification rules, first match wins")
     enabled = models.BooleanField(default=True)
@@ -56,7 +61,8 @@ class Account(models.Model):
     status = models.CharField(max_length=10, choices=STATUS_CHOICES, default=ACTIVE)
     cooldown_until = models.DateTimeField(null=True, blank=True)
     disabled_by_hand = models.BooleanField(default=False)
-    balance = models.DecimalField(max_digits=14, decimal_places=4, null=True, blank=True)
+    # Eight decimal places: one request on a cheap model costs well under a hundredth of a cent.
+    balance = models.DecimalField(max_digits=20, decimal_places=8, null=True, blank=True)
     weight = models.PositiveIntegerField(default=1)
     last_used_at = models.DateTimeField(null=True, blank=True)
     requests = models.BigIntegerField(default=0)
@@ -165,6 +171,8 @@ class RequestLog(models.Model):
     cached_tokens = models.IntegerField(default=0)
     reasoning_tokens = models.IntegerField(default=0)
     finish_reason = models.CharField(max_length=40, blank=True, default="")
+    cost = models.DecimalField(max_digits=20, decimal_places=8, null=True, blank=True,
+                               help_text="USD, from the provider's price table; empty when no price is known")
     request_body = models.TextField(blank=True, default="")
     response_body = models.TextField(blank=True, default="")
 
@@ -175,6 +183,8 @@ class RequestLog(models.Model):
             models.Index(fields=["provider", "created_at"]),
             models.Index(fields=["client_key", "created_at"]),
             models.Index(fields=["status", "created_at"]),
+            # the dashboard's model filter: without it a rare model scans the whole log
+            models.Index(fields=["model_requested", "created_at"]),
         ]
 
     def __str__(self) -> str:

@@ -1,3 +1,7 @@
 from django.urls import path
 
-websocket_urlpatterns: list = []
+from .consumers import DashboardConsumer
+
+websocket_urlpatterns = [
+    path("ws/dashboard/", DashboardConsumer.as_asgi()),
+]

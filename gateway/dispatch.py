@@ -15,12 +15,14 @@ import datetime as dt
 import email.utils
 import logging
 import time
+import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.http import HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 
@@ -107,7 +109,6 @@ async def dispatch(ex: Exchange, max_attempts: int, keepalive: float) -> HttpRes
             continue
         finally:
             attempt.latency_ms = int((time.monotonic() - t0) * 1000)
-    ex.record.account_id = None if not tried else ex.record.account_id
     if last_network_error is not None:
         raise UpstreamUnavailable(f"The upstream could not be reached: {last_network_error}")
     raise NoAccounts("No active upstream accounts are available for this model; try again later")
@@ -126,14 +127,13 @@ async def _attempt(ex: Exchange, proto: ProtocolModule, target: UpstreamTarget, 
         raw = await _read_capped(response, provider.first_byte_timeout)
         err = proto.parse_error(response.status_code, raw)
         await _judge(ex, attempt, err, raw.decode("utf-8", "replace"), secret, response.headers)
-        raise AssertionError("unreachable")  # _judge always raises
     if ex.request.stream:
         return await _open_stream(ex, proto, response, attempt, keepalive, secret)
     return await _json(ex, proto, response, attempt, secret)
 
 
 async def _judge(ex: Exchange, attempt: reqlog.Attempt, err: ir.Error, text: str, secret: str,
-                 headers: httpx.Headers | None = None) -> None:
+                 headers: httpx.Headers | None = None) -> NoReturn:
     """Apply the classifier's verdict to a failed attempt: raise _Retry or the client's error."""
 
     verdict: Verdict = classify(ex.route.provider.rules, err.status, f"{err.message}\n{text}")
@@ -232,8 +232,11 @@ async def _open_stream(ex: Exchange, proto: ProtocolModule, response: httpx.Resp
         await _judge(ex, attempt, err, "", secret)
     ex.record.ttfb_ms = ex.elapsed_ms()
     writer = _StreamWriter(ex, stream, keepalive)
-    resp = StreamingHttpResponse(writer.body(first), content_type="text/event-stream", headers=SSE_HEADERS)
-    return resp
+    body = writer.body(first)
+    # A body the server never starts iterating (the client left in between) runs no
+    # finally: when it is collected, the upstream is still closed and the row still written.
+    weakref.finalize(body, writer.abandon)
+    return StreamingHttpResponse(body, content_type="text/event-stream", headers=SSE_HEADERS)
 
 
 class _StreamWriter:
@@ -248,6 +251,9 @@ class _StreamWriter:
         self.tap = Folder()
         self.status = 200
         self.error_class = ""
+        self.logged = False
+        # The streamed body as sent, kept only with body logging on (and only up to twice the cap).
+        self.sent: bytearray | None = bytearray() if settings.GATEWAY_LOG_BODIES else None
 
     def _feed(self, events: list[ir.Event]) -> list[bytes]:
         out: list[bytes] = []
@@ -257,6 +263,8 @@ class _StreamWriter:
             if isinstance(event, ir.Error):
                 self.error_class = event.error_type
             out.extend(self.encoder.feed(event))
+        if self.sent is not None and len(self.sent) < 2 * settings.GATEWAY_LOG_BODY_LIMIT:
+            self.sent += b"".join(out)
         return out
 
     async def body(self, first: list[ir.Event]) -> AsyncIterator[bytes]:
@@ -292,11 +300,22 @@ class _StreamWriter:
             stream.close()
             self._log()
 
+    def abandon(self) -> None:
+        if not self.logged:
+            self.stream.close()
+            self.error_class = self.error_class or "client_disconnected"
+            self._log()
+
     def _log(self) -> None:
+        if self.logged:
+            return
+        self.logged = True
         resp = self.tap.result()
         _finish_record(self.ex, self.status, resp.usage, resp.finish)
         if self.error_class:
             self.ex.record.error_class = self.error_class
+        if self.sent is not None:
+            self.ex.record.response_body = reqlog.capped(self.sent.decode("utf-8", "replace"))
         reqlog.submit(self.ex.record)
 
 

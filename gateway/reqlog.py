@@ -15,11 +15,13 @@ import queue
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
 log = logging.getLogger(__name__)
@@ -121,6 +123,7 @@ class LogWriter:
     def _write(self, batch: list[LogRecord]) -> None:
         from accounts import events
         from accounts.models import Account, ApiKey, Provider, RequestLog
+        from dashboard import rollup
         from django.db.models import F
 
         # An account, provider or key deleted since the request ran must not fail the
@@ -145,6 +148,12 @@ class LogWriter:
             reasoning_tokens=r.reasoning_tokens, finish_reason=r.finish_reason[:40],
             request_body=r.request_body, response_body=r.response_body,
         ) for r in batch]
+        # Cost where the provider's price table knows the model; summed per account for its balance.
+        spent: dict[int, Decimal] = defaultdict(Decimal)
+        for row, cost in zip(rows, request_costs(batch)):
+            row.cost = cost
+            if cost and row.account_id is not None:
+                spent[row.account_id] += cost
         per_account: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
         per_key: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
         for r in batch:
@@ -153,14 +162,23 @@ class LogWriter:
             if r.client_key_id is not None:
                 _add(per_key[r.client_key_id], r)
         with transaction.atomic():
+            if connection.vendor == "postgresql":
+                # The writer must never be what others wait on: past this it gives up, keeps
+                # its batch and tries again (a TRUNCATE or a long admin transaction then wins
+                # instead of a deadlock that could abort the other side).
+                with connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL lock_timeout = '250ms'")
             RequestLog.objects.bulk_create(rows, batch_size=BATCH_SIZE)
+            rollup.add(rows)  # the dashboard's usage buckets, in the same transaction as the rows
             for model, counts in ((Account, per_account), (ApiKey, per_key)):
-                for pk, (n, errs, inp, out, cached, reasoning) in counts.items():
+                # In id order: two processes' writers then lock rows in the same order, never deadlock.
+                for pk, (n, errs, inp, out, cached, reasoning) in sorted(counts.items()):
+                    balance = {"balance": F("balance") - spent[pk]} if model is Account and spent.get(pk) else {}
                     model.objects.filter(pk=pk).update(
                         requests=F("requests") + n, errors=F("errors") + errs,
                         input_tokens=F("input_tokens") + inp, output_tokens=F("output_tokens") + out,
                         cached_tokens=F("cached_tokens") + cached,
-                        reasoning_tokens=F("reasoning_tokens") + reasoning,
+                        reasoning_tokens=F("reasoning_tokens") + reasoning, **balance,
                     )
         events.publish("requests.logged", {
             "count": len(batch),
@@ -171,6 +189,18 @@ class LogWriter:
                           "output_tokens": r.output_tokens} for r in batch[-50:]],
             "accounts": sorted(per_account),
         })
+
+
+def request_costs(batch: list[LogRecord]) -> list[Decimal | None]:
+    """Each record's cost from its provider's price table (one query per batch)."""
+
+    from accounts.models import Provider
+    from accounts.prices import cost
+
+    ids = {r.provider_id for r in batch if r.provider_id is not None and 200 <= r.status < 300}
+    tables = dict(Provider.objects.filter(pk__in=ids).values_list("pk", "prices")) if ids else {}
+    return [cost(tables.get(r.provider_id), r.model_sent, r.input_tokens, r.output_tokens, r.cached_tokens)
+            if r.provider_id in tables and 200 <= r.status < 300 else None for r in batch]
 
 
 def _existing(model: Any, ids: set[int | None]) -> set[int | None]:
@@ -195,10 +225,16 @@ def submit(record: LogRecord) -> None:
     writer.submit(record)
 
 
-def capped(text: str) -> str:
+def capped(text: str, secrets: Iterable[str] = ()) -> str:
+    """A body as the log may keep it: nothing unless body logging is on, else size-capped and redacted."""
+
     if not settings.GATEWAY_LOG_BODIES:
         return ""
-    return text[: settings.GATEWAY_LOG_BODY_LIMIT]
+    from accounts.pool import redact
+
+    limit = settings.GATEWAY_LOG_BODY_LIMIT
+    # Redact before the final cut so a secret straddling the cap is still recognised whole.
+    return redact(text[: 2 * limit], secrets, limit=limit)
 
 
 @atexit.register

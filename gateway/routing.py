@@ -1,8 +1,12 @@
 """Model routing: what the client asked for → (provider, upstream model).
 
-Order: exact aliases, glob aliases (by priority, then the most specific
-pattern), a provider serving the name itself, ``provider/model`` prefixes, and
-the legacy names of the SOP (re-resolved under their current name).
+Order: an exact alias of the name asked for; then the name — renamed first when
+it is one of the SOP's legacy names — through exact aliases, glob aliases (by
+priority, then the most specific pattern), a provider serving the name itself,
+and ``provider/model`` prefixes. A provider with ``auto_prefix`` (an upstream
+such as OpenRouter that wants ``anthropic/claude-…``) gets the SOP's vendor
+prefix on whatever upstream name the route ends with; a name asked for with
+that prefix and not routed as such is routed as its short name.
 """
 
 from __future__ import annotations
@@ -22,41 +26,87 @@ LEGACY_NAMES: dict[str, str] = {
 }
 
 
+# Vendor prefixes by name pattern (SOP "Auto-prefix by pattern"), for auto_prefix providers.
+AUTO_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("claude-*", "anthropic/"),
+    ("gpt-*", "openai/"),
+    ("gemini-*", "google/"),
+    ("grok-*", "xai/"),
+)
+
+
 @dataclass(frozen=True)
 class Route:
     provider: ProviderInfo
     upstream_model: str
 
 
+def vendor_prefixed(model: str) -> str:
+    """``claude-sonnet-4-6`` → ``anthropic/claude-sonnet-4-6``; names already prefixed or unknown unchanged."""
+
+    if "/" in model:
+        return model
+    for pattern, prefix in AUTO_PREFIXES:
+        if fnmatchcase(model, pattern):
+            return prefix + model
+    return model
+
+
+def _route(provider: ProviderInfo, upstream_model: str) -> Route:
+    return Route(provider, vendor_prefixed(upstream_model) if provider.auto_prefix else upstream_model)
+
+
 def _upstream_name(requested: str, configured: str) -> str:
     return requested if configured == "*" else configured
 
 
+def without_vendor(model: str) -> str | None:
+    """``anthropic/claude-sonnet-4-6`` → ``claude-sonnet-4-6``: the short name of an SOP-prefixed one."""
+
+    for pattern, prefix in AUTO_PREFIXES:
+        if model.startswith(prefix) and fnmatchcase(model[len(prefix):], pattern):
+            return model[len(prefix):]
+    return None
+
+
 def resolve(model: str, snap: Snapshot) -> Route:
-    route = _resolve(model, snap)
-    if route is None and model in LEGACY_NAMES:
-        route = _resolve(LEGACY_NAMES[model], snap)
+    # An alias ops wrote for this exact name beats the legacy table; otherwise a legacy
+    # name is renamed before any glob can send it upstream under its retired name.
+    route = _exact_alias(model, snap) or _resolve(LEGACY_NAMES.get(model, model), snap)
+    if route is None and (short := without_vendor(model)) is not None:
+        # Vendor-prefixed names route like the short ones (auto-prefix providers get the prefix back).
+        route = _exact_alias(short, snap) or _resolve(LEGACY_NAMES.get(short, short), snap)
     if route is None:
         raise ModelNotFound(f"The model '{model}' does not exist or is not served by this gateway", param="model")
     return route
 
 
-def _resolve(model: str, snap: Snapshot) -> Route | None:
-    for alias in snap.aliases:
+def _exact_alias(model: str, snap: Snapshot) -> Route | None:
+    for alias in snap.aliases:  # ordered by priority, highest first
         if not alias.is_glob and alias.pattern == model and alias.provider_id in snap.providers:
-            return Route(snap.providers[alias.provider_id], _upstream_name(model, alias.upstream_model))
+            return _route(snap.providers[alias.provider_id], _upstream_name(model, alias.upstream_model))
+    return None
+
+
+def _resolve(model: str, snap: Snapshot) -> Route | None:
+    route = _exact_alias(model, snap)
+    if route is not None:
+        return route
     globs = [a for a in snap.aliases if a.is_glob and a.provider_id in snap.providers and fnmatchcase(model, a.pattern)]
     if globs:
-        best = max(globs, key=lambda a: (a.priority, len(a.pattern.replace("*", ""))))
-        return Route(snap.providers[best.provider_id], _upstream_name(model, best.upstream_model))
+        # Priority first; among equals the pattern with the most literal characters is the most specific.
+        best = max(globs, key=lambda a: (a.priority, len(a.pattern) - sum(a.pattern.count(c) for c in "*?")))
+        return _route(snap.providers[best.provider_id], _upstream_name(model, best.upstream_model))
     for provider in snap.providers.values():
         if model in provider.served_models:
             return Route(provider, model)
+        if provider.auto_prefix and vendor_prefixed(model) in provider.served_models:
+            return Route(provider, vendor_prefixed(model))
     prefix, sep, rest = model.partition("/")
     if sep:
         for provider in snap.providers.values():
             if provider.name == prefix:
-                return Route(provider, rest)
+                return _route(provider, rest)
     return None
 
 

@@ -35,6 +35,7 @@ class ProviderInfo:
     caps: UpstreamCaps
     anthropic_version: str
     rules: list[dict[str, Any]]
+    auto_prefix: bool = False  # the upstream wants vendor-prefixed model names (see routing)
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def _load() -> Snapshot:
             connect_timeout=p.connect_timeout, first_byte_timeout=p.first_byte_timeout,
             idle_timeout=p.idle_timeout, proxy_url=p.proxy_url,
             caps=UpstreamCaps(thinking=p.accepts_thinking, cache_control=p.accepts_cache_control),
-            anthropic_version=p.anthropic_version, rules=list(p.rules or []),
+            anthropic_version=p.anthropic_version, rules=list(p.rules or []), auto_prefix=p.auto_prefix,
         )
     for a in ModelAlias.objects.filter(provider__enabled=True).order_by("-priority", "id"):
         snap.aliases.append(AliasInfo(a.name, any(c in a.name for c in "*?["), a.provider_id,

@@ -29,7 +29,9 @@ class StaticFilesMiddleware:
 
     async def __call__(self, request: HttpRequest) -> HttpResponseBase:
         if request.path_info.startswith(self.prefix):
-            response = self.whitenoise.process_request(request)
-            if response is not None:
-                return response
+            # WhiteNoiseMiddleware.__call__ without its get_response (it has no process_request).
+            wn = self.whitenoise
+            static_file = wn.find_file(request.path_info) if wn.autorefresh else wn.files.get(request.path_info)
+            if static_file is not None:
+                return wn.serve(static_file, request)
         return await self.get_response(request)

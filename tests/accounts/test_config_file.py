@@ -74,3 +74,21 @@ def test_bad_config_names_the_field(tmp_path: Path) -> None:
         call_command("loadconfig", write(tmp_path, CONFIG.replace('"openai_chat"', '"carrier-pigeon"')))
     with pytest.raises(CommandError, match="unknown provider"):
         call_command("loadconfig", write(tmp_path, CONFIG.replace('provider = "pool-a"', 'provider = "nope"')))
+
+
+PRICED = CONFIG.replace('selection = "lru"\n', '''selection = "lru"
+auto_prefix = true
+prices = { "gpt-5-mini" = { input = 0.25, output = 2, cached = 0.025 } }
+''')
+
+
+def test_a_provider_can_carry_a_price_table_and_auto_prefix(tmp_path: Path) -> None:
+    call_command("loadconfig", write(tmp_path, PRICED))
+    provider = Provider.objects.get(name="pool-a")
+    assert provider.auto_prefix
+    assert provider.prices == {"gpt-5-mini": {"input": 0.25, "output": 2, "cached": 0.025}}
+
+
+def test_a_bad_price_table_is_refused_with_its_place(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match=r"providers\[0\]\.prices: gpt-5-mini: input must be a non-negative"):
+        call_command("loadconfig", write(tmp_path, PRICED.replace("input = 0.25", "input = -1")))

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import threading
+from collections import Counter
 from decimal import Decimal
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from accounts import pool
@@ -81,3 +84,33 @@ def test_redact_removes_known_secrets_and_key_shaped_strings() -> None:
     assert "sk-live-abcdef123456" not in out
     assert "gw-client-secret-xyz" not in out
     assert "Invalid key" in out
+
+
+def test_concurrent_picks_stay_exactly_least_recently_used() -> None:
+    # Eight threads (eight database connections) picking at once, as several gateway processes do.
+    provider, accounts = make_pool(5)
+    picks: list[int] = []
+    start = threading.Barrier(8)
+
+    def picker() -> None:
+        try:
+            start.wait()
+            for _ in range(25):
+                account = pool.select_account(provider.pk, [], "lru")
+                assert account is not None
+                picks.append(account.pk)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=picker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sorted(Counter(picks).values()) == [40] * 5
+
+
+def test_a_pick_never_returns_an_account_disabled_meanwhile() -> None:
+    provider, (a0, a1) = make_pool(2)
+    pool.disable_account(a0.pk, rule="exhausted", tier="tier3", status_code=429, excerpt="")
+    assert {pool.select_account(provider.pk, [], "lru").pk for _ in range(3)} == {a1.pk}  # type: ignore[union-attr]

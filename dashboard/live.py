@@ -1,0 +1,78 @@
+"""What a dashboard page receives over the websocket for each pool event (synchronous, database side).
+
+Rows are rendered with the same partial templates as the pages, so a row that
+arrives live looks exactly like one rendered on reload.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.template.loader import render_to_string
+
+from accounts.models import Account, DisableEvent, RequestLog
+
+from .templatetags.dash import num
+
+MAX_ROWS = 50
+
+
+def account_fields(account: Account) -> dict[str, Any]:
+    """The live-updated cells of an account (``data-field`` names on the pages), as displayed."""
+
+    return {
+        "id": account.pk,
+        "status": account.status,
+        "fields": {
+            "status": account.get_status_display(),
+            "cooldown_until": f"{account.cooldown_until:%Y-%m-%d %H:%M:%S}" if account.cooldown_until else "—",
+            "last_used_at": f"{account.last_used_at:%Y-%m-%d %H:%M:%S}" if account.last_used_at else "—",
+            "balance": str(account.balance) if account.balance is not None else "—",
+            "requests": num(account.requests),
+            "errors": num(account.errors),
+            "tokens": f"{num(account.input_tokens)} / {num(account.output_tokens)}",
+        },
+    }
+
+
+def accounts(ids: list[int]) -> list[dict[str, Any]]:
+    return [account_fields(a) for a in Account.objects.filter(pk__in=ids[:MAX_ROWS]).order_by("pk")]
+
+
+def requests_logged(payload: dict[str, Any]) -> dict[str, Any]:
+    ids = [r["request_id"] for r in payload.get("requests", [])][-MAX_ROWS:]
+    rows = (RequestLog.objects.filter(request_id__in=ids).select_related("account", "provider")
+            .order_by("created_at", "id"))
+    return {
+        "kind": "requests.logged",
+        "rows": [{"id": row.request_id, "html": render_to_string("dashboard/_request_row.html", {"row": row})}
+                 for row in rows],
+        "accounts": accounts(list(payload.get("accounts", []))),
+    }
+
+
+def _event_html(event: DisableEvent) -> dict[str, Any]:
+    return {"id": event.pk, "html": render_to_string("dashboard/_event_row.html", {"event": event})}
+
+
+def account_disabled(payload: dict[str, Any]) -> dict[str, Any]:
+    account_id = payload.get("account_id")
+    qs = DisableEvent.objects.select_related("account__provider").filter(account_id=account_id)
+    event = (qs.filter(pk=payload["event_id"]) if payload.get("event_id") else qs.order_by("-created_at", "-id")).first()
+    return {"kind": "account.disabled", "events": [_event_html(event)] if event else [],
+            "accounts": accounts([account_id] if account_id else [])}
+
+
+def account_enabled(payload: dict[str, Any]) -> dict[str, Any]:
+    account_id = payload.get("account_id")
+    ended = (DisableEvent.objects.select_related("account__provider")
+             .filter(account_id=account_id, ended_at__isnull=False).order_by("-ended_at")[:5])
+    return {"kind": "account.enabled", "events": [_event_html(e) for e in ended],
+            "accounts": accounts([account_id] if account_id else [])}
+
+
+BUILDERS = {
+    "requests.logged": requests_logged,
+    "account.disabled": account_disabled,
+    "account.enabled": account_enabled,
+}

@@ -1,0 +1,108 @@
+"""Request-log search: the filter form and keyset pagination.
+
+Pages are cut by (created_at, id) rather than by OFFSET, newest first, so page
+1,000 costs what page 1 does; every filter keeps the ``created_at`` ordering,
+which the (x, created_at) indexes on the log serve without sorting.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from django import forms
+from django.db.models import Q, QuerySet
+
+from accounts.models import PROTOCOL_CHOICES, Account, ApiKey, Provider, RequestLog
+
+PAGE_SIZE = 50
+_STATUS = re.compile(r"^\s*(?:(?P<code>[1-5]\d\d)|(?P<cls>[1-5])xx|(?P<error>errors?))\s*$", re.I)
+
+
+class RequestFilter(forms.Form):
+    since = forms.DateTimeField(required=False, widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
+    until = forms.DateTimeField(required=False, widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
+    account = forms.ModelChoiceField(Account.objects.select_related("provider").order_by("provider__name", "label"),
+                                     required=False)
+    provider = forms.ModelChoiceField(Provider.objects.order_by("name"), required=False)
+    client_key = forms.ModelChoiceField(ApiKey.objects.order_by("name"), required=False, label="Client key")
+    model = forms.CharField(required=False, max_length=200, help_text="Model asked for (exact)")
+    status = forms.CharField(required=False, max_length=10, help_text="e.g. 429, 5xx or error")
+    protocol = forms.ChoiceField(choices=[("", "any"), *PROTOCOL_CHOICES], required=False,
+                                 label="Client protocol")
+    stream = forms.ChoiceField(choices=[("", "any"), ("yes", "streaming"), ("no", "not streaming")],
+                               required=False)
+
+    def clean_status(self) -> str:
+        value: str = self.cleaned_data.get("status") or ""
+        if value and not _STATUS.match(value):
+            raise forms.ValidationError("Use a code (429), a class (5xx) or 'error'")
+        return value.strip()
+
+
+def apply(qs: QuerySet[RequestLog], data: dict[str, Any]) -> QuerySet[RequestLog]:
+    """The log narrowed by a valid filter form's cleaned data."""
+
+    if data.get("since"):
+        qs = qs.filter(created_at__gte=data["since"])
+    if data.get("until"):
+        qs = qs.filter(created_at__lt=data["until"])
+    for name in ("account", "provider", "client_key"):
+        if data.get(name) is not None:
+            qs = qs.filter(**{name: data[name]})
+    if data.get("model"):
+        qs = qs.filter(model_requested=data["model"])
+    if data.get("protocol"):
+        qs = qs.filter(client_protocol=data["protocol"])
+    if data.get("stream"):
+        qs = qs.filter(stream=data["stream"] == "yes")
+    match = _STATUS.match(data.get("status") or "")
+    if match and match["code"]:
+        qs = qs.filter(status=int(match["code"]))
+    elif match and match["cls"]:
+        base = int(match["cls"]) * 100
+        qs = qs.filter(status__gte=base, status__lt=base + 100)
+    elif match and match["error"]:
+        qs = qs.filter(~Q(status__gte=200, status__lt=300) | ~Q(error_class=""))
+    return qs
+
+
+@dataclass
+class Page:
+    rows: list[RequestLog]
+    next_cursor: str | None
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_MICRO = dt.timedelta(microseconds=1)
+
+
+def encode_cursor(row: RequestLog) -> str:
+    """The last row shown, exactly: integer microseconds (a float would round them) and the id."""
+
+    return f"{(row.created_at - _EPOCH) // _MICRO}_{row.pk}"
+
+
+def decode_cursor(cursor: str | None) -> tuple[dt.datetime, int] | None:
+    """(created_at, id) of the last row shown, or None for the first page (also for garbage)."""
+
+    try:
+        micros, pk = (cursor or "").split("_", 1)
+        return _EPOCH + int(micros) * _MICRO, int(pk)
+    except (ValueError, OverflowError):
+        return None
+
+
+def page(qs: QuerySet[RequestLog], cursor: str | None, size: int = PAGE_SIZE) -> Page:
+    after = decode_cursor(cursor)
+    if after is not None:
+        at, pk = after
+        # "<= at" is the index range; the rows sharing the timestamp are cut by id.
+        qs = qs.filter(created_at__lte=at).exclude(created_at=at, id__gte=pk)
+    rows = list(qs.select_related("account", "provider").order_by("-created_at", "-id")[: size + 1])
+    more = len(rows) > size
+    rows = rows[:size]
+    return Page(rows, encode_cursor(rows[-1]) if more and rows else None)
+

@@ -1,0 +1,41 @@
+"""Usage aggregates the dashboard reads instead of scanning the request log."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from . import histogram
+
+BUCKET_SECONDS = 300
+
+
+class UsageBucket(models.Model):
+    """Five minutes of one account's traffic.
+
+    Kept by the request-log writer in the same transaction as the rows it sums
+    (``dashboard.rollup.add``), so the aggregates never disagree with the log.
+    ``account_id`` is a plain number, not a foreign key: 0 stands for requests
+    that never reached an account (rejected keys, unknown models, empty pools),
+    and an account's history outlives its deletion.
+    """
+
+    start = models.BigIntegerField(help_text="Unix time of the bucket's first second (UTC)")
+    account_id = models.BigIntegerField(default=0)
+    requests = models.BigIntegerField(default=0)
+    errors = models.BigIntegerField(default=0)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cached_tokens = models.BigIntegerField(default=0)
+    reasoning_tokens = models.BigIntegerField(default=0)
+    latency_ms = models.BigIntegerField(default=0, help_text="Sum over the bucket's requests")
+    # One counter per time-to-first-byte bucket (histogram.BOUNDS): percentiles add up.
+    for _field in histogram.FIELDS:
+        locals()[_field] = models.BigIntegerField(default=0)
+    del _field
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["start", "account_id"], name="usage_bucket_per_account")]
+        indexes = [models.Index(fields=["account_id", "start"])]
+
+    def __str__(self) -> str:
+        return f"account {self.account_id} @ {self.start}"

@@ -1,0 +1,144 @@
+"""The figures the dashboard pages show, read from the usage buckets and the pool tables.
+
+Every window-wide number comes from ``UsageBucket`` (at most a few thousand rows
+per week per account), never from a scan of the request log.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, F, Sum
+
+from accounts.models import Account
+
+from . import histogram
+from .models import BUCKET_SECONDS, UsageBucket
+
+
+@dataclass(frozen=True)
+class Window:
+    key: str
+    label: str
+    seconds: int
+    step: int  # chart resolution in seconds
+
+
+WINDOWS = {w.key: w for w in (
+    Window("1h", "last hour", 3600, BUCKET_SECONDS),
+    Window("24h", "last 24 hours", 86400, 3600),
+    Window("7d", "last 7 days", 7 * 86400, 86400),
+)}
+DEFAULT_WINDOW = "24h"
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
+TOTAL_FIELDS = ("requests", "errors", *TOKEN_FIELDS, "latency_ms")
+
+
+def window_from(key: str | None) -> Window:
+    return WINDOWS.get(key or "", WINDOWS[DEFAULT_WINDOW])
+
+
+def window_start(window: Window, now: float | None = None) -> int:
+    """The bucket the window starts in (buckets are whole: the window is up to 5 minutes longer)."""
+
+    lo = int(now if now is not None else time.time()) - window.seconds
+    return lo - lo % BUCKET_SECONDS
+
+
+@dataclass
+class Totals:
+    requests: int = 0
+    errors: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    latency_ms: int = 0
+    ttfb: list[int] = field(default_factory=lambda: [0] * histogram.SLOTS)
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def error_rate(self) -> float | None:
+        return self.errors / self.requests if self.requests else None
+
+    @property
+    def avg_latency_ms(self) -> float | None:
+        return self.latency_ms / self.requests if self.requests else None
+
+    def ttfb_percentile(self, p: float) -> float | None:
+        return histogram.percentile(self.ttfb, p)
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Totals:
+        return cls(**{f: row.get(f) or 0 for f in TOTAL_FIELDS},
+                   ttfb=[row.get(f) or 0 for f in histogram.FIELDS])
+
+
+def _sums(with_ttfb: bool) -> dict[str, Sum]:
+    names = TOTAL_FIELDS + (histogram.FIELDS if with_ttfb else ())
+    return {name: Sum(name) for name in names}
+
+
+def totals(window: Window, account_id: int | None = None) -> Totals:
+    qs = UsageBucket.objects.filter(start__gte=window_start(window))
+    if account_id is not None:
+        qs = qs.filter(account_id=account_id)
+    return Totals.from_row(qs.aggregate(**_sums(with_ttfb=True)))
+
+
+def per_account(window: Window) -> dict[int, Totals]:
+    rows = (UsageBucket.objects.filter(start__gte=window_start(window))
+            .values("account_id").annotate(**_sums(with_ttfb=False)).order_by())
+    return {row["account_id"]: Totals.from_row(row) for row in rows}
+
+
+def series(window: Window, account_id: int | None = None,
+           fields: tuple[str, ...] = ("requests", "errors", *TOKEN_FIELDS)) -> list[dict[str, int]]:
+    """One point per chart step across the whole window, zeros where nothing happened (plus "tokens": in + out)."""
+
+    lo = window_start(window)
+    qs = UsageBucket.objects.filter(start__gte=lo)
+    if account_id is not None:
+        qs = qs.filter(account_id=account_id)
+    rows = (qs.annotate(t=F("start") - F("start") % window.step).values("t")
+            .annotate(**{f: Sum(f) for f in fields}).order_by())
+    found = {row["t"]: row for row in rows}
+    first = lo - lo % window.step
+    now = int(time.time())
+    points = [{"t": t, **{f: (found.get(t) or {}).get(f) or 0 for f in fields}}
+              for t in range(first, now + 1, window.step)]
+    if "input_tokens" in fields and "output_tokens" in fields:
+        for p in points:
+            p["tokens"] = p["input_tokens"] + p["output_tokens"]
+    return points
+
+
+def per_account_series(window: Window, field_name: str = "requests") -> dict[int, list[int]]:
+    """Each account's values per chart step (for the usage table's sparklines), in one query."""
+
+    lo = window_start(window)
+    first = lo - lo % window.step
+    steps = list(range(first, int(time.time()) + 1, window.step))
+    index = {t: i for i, t in enumerate(steps)}
+    rows = (UsageBucket.objects.filter(start__gte=lo)
+            .annotate(t=F("start") - F("start") % window.step).values("account_id", "t")
+            .annotate(v=Sum(field_name)).order_by())
+    out: dict[int, list[int]] = {}
+    for row in rows:
+        values = out.setdefault(row["account_id"], [0] * len(steps))
+        at = index.get(row["t"])
+        if at is not None:
+            values[at] = row["v"] or 0
+    return out
+
+
+def accounts_by_status() -> dict[str, int]:
+    counts = {status: 0 for status, _ in Account.STATUS_CHOICES}
+    for row in Account.objects.values("status").annotate(n=Count("id")).order_by():
+        counts[row["status"]] = row["n"]
+    return counts

@@ -1,0 +1,58 @@
+"""Formatting for the dashboard's figures."""
+
+from __future__ import annotations
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def num(value: object) -> str:
+    """12345 → 12,345; None → —."""
+
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.1f}"
+    return f"{int(value):,}"  # type: ignore[call-overload]
+
+
+@register.filter
+def ms(value: object) -> str:
+    if value is None:
+        return "—"
+    v = float(value)  # type: ignore[arg-type]
+    return f"{v / 1000:.2f} s" if v >= 10_000 else f"{v:.0f} ms"
+
+
+@register.filter
+def pct(value: object) -> str:
+    if value is None:
+        return "—"
+    return f"{float(value) * 100:.1f} %"  # type: ignore[arg-type]
+
+
+@register.filter
+def status_class(status: int | None) -> str:
+    if status is None:
+        return "s-none"
+    return f"s-{status // 100}xx"
+
+
+@register.filter
+def redacted(text: str | None) -> str:
+    """Stored excerpts and bodies were redacted when written; this is the second lock on the door."""
+
+    from accounts.pool import redact
+
+    return redact(text or "", limit=len(text or ""))
+
+
+@register.filter
+def rate(value: float | None) -> str:
+    """Per-minute rates: small ones keep two significant digits rather than rounding to 0.0."""
+
+    if value is None:
+        return "—"
+    return f"{value:,.1f}" if value >= 10 else f"{value:.2g}"

@@ -1,0 +1,47 @@
+"""``python manage.py prunelogs --days N``: delete request-log rows (and usage buckets) older than N days."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import RequestLog
+from dashboard.models import UsageBucket
+
+CHUNK = 5_000
+
+
+class Command(BaseCommand):
+    help = "Delete request-log rows and dashboard usage buckets older than --days days."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--days", type=int, required=True, help="keep this many days (0 deletes everything older than now)")
+        parser.add_argument("--dry-run", action="store_true", help="count what would be deleted, delete nothing")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        days: int = options["days"]
+        if days < 0:
+            raise CommandError("--days must be 0 or more")
+        cutoff = timezone.now() - dt.timedelta(days=days)
+        old = RequestLog.objects.filter(created_at__lt=cutoff)
+        # Buckets wholly before the cutoff: a bucket that straddles it keeps its counts.
+        old_buckets = UsageBucket.objects.filter(start__lt=int(cutoff.timestamp()) - 300 + 1)
+        if options["dry_run"]:
+            self.stdout.write(f"would delete {old.count()} request-log rows and {old_buckets.count()} usage buckets "
+                              f"older than {cutoff:%Y-%m-%d %H:%M:%S} UTC")
+            return
+        rows = 0
+        # In chunks: one huge DELETE would hold the write lock (SQLite) or bloat one transaction for long.
+        while True:
+            ids = list(old.order_by("created_at").values_list("id", flat=True)[:CHUNK])
+            if not ids:
+                break
+            with transaction.atomic():
+                rows += RequestLog.objects.filter(id__in=ids).delete()[0]
+        buckets = old_buckets.delete()[0]
+        self.stdout.write(f"deleted {rows} request-log rows and {buckets} usage buckets "
+                          f"older than {cutoff:%Y-%m-%d %H:%M:%S} UTC")

@@ -1,0 +1,384 @@
+"""The ops admin, driven as a logged-in staff user would drive it (Django's test client)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import secrets
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from accounts import pool
+from accounts.models import Account, ApiKey, DisableEvent, Provider, RequestLog
+from accounts.secrets import hash_client_key
+from gateway.mockupstream.server import ServerThread
+
+pytestmark = pytest.mark.django_db
+
+IMPORT_URL = "/admin/accounts/account/import/"
+ACCOUNTS_URL = "/admin/accounts/account/"
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[ServerThread]:
+    with ServerThread() as server:
+        yield server
+
+
+@pytest.fixture
+def staff(client: Client) -> Client:
+    """Staff (not superuser) with the accounts app's permissions: the ops role."""
+
+    user = User.objects.create(username="ops", is_staff=True)  # no password: hashing one is slow
+    user.user_permissions.set(Permission.objects.filter(content_type__app_label="accounts"))
+    client.force_login(user)
+    return client
+
+
+def make_provider(base_url: str = "http://127.0.0.1:9/v1", name: str = "pool") -> Provider:
+    return Provider.objects.create(name=name, protocol="openai_chat", base_url=base_url)
+
+
+def make_account(provider: Provider, label: str, key: str, **fields: Any) -> Account:
+    account = Account(provider=provider, label=label, **fields)
+    account.set_secret(key)
+    account.save()
+    return account
+
+
+def new_key(tag: str = "") -> str:
+    return f"sk-{tag}{secrets.token_hex(12)}"
+
+
+def text_of(response: Any) -> str:
+    return response.content.decode()
+
+
+def action(staff: Client, name: str, accounts: list[Account]) -> str:
+    """Run an admin action on the account list; returns the messages shown, one per line."""
+
+    response = staff.post(ACCOUNTS_URL, {"action": name, "_selected_action": [a.pk for a in accounts]},
+                          follow=True)
+    assert response.status_code == 200
+    shown = "\n".join(str(m) for m in response.context["messages"])
+    assert all(a.get_secret() not in text_of(response) for a in accounts)
+    return shown
+
+
+# ------------------------------------------------------------------ bulk import
+
+def test_pasting_500_keys_creates_500_accounts_listed_only_masked(staff: Client) -> None:
+    provider = make_provider()
+    keys = [new_key("paste-") for _ in range(500)]
+    response = staff.post(IMPORT_URL, {"provider": provider.pk, "keys": "\n".join(keys), "label_prefix": "k"},
+                          follow=True)
+    assert "Imported 500 new and updated 0 account(s)" in text_of(response)
+    accounts = Account.objects.filter(provider=provider)
+    assert accounts.count() == 500
+    by_label = {a.label: a for a in accounts}
+    assert by_label["k-1"].get_secret() == keys[0] and by_label["k-500"].get_secret() == keys[499]
+    assert by_label["k-1"].key_hint == f"sk-…{keys[0][-4:]}"
+    pages = [text_of(staff.get(ACCOUNTS_URL, {"p": p})) for p in range(1, 6)]
+    assert all(by_label[f"k-{i}"].key_hint in "".join(pages) for i in (1, 250, 500))
+    for page in pages:
+        assert not any(key in page for key in keys)
+        assert not any(a.secret_encrypted in page for a in accounts[:50])
+
+
+def test_pasting_the_same_keys_again_adds_nothing(staff: Client) -> None:
+    provider = make_provider()
+    keys = "\n".join(new_key() for _ in range(20))
+    staff.post(IMPORT_URL, {"provider": provider.pk, "keys": keys, "label_prefix": "k"})
+    response = staff.post(IMPORT_URL, {"provider": provider.pk, "keys": keys + "\n" + new_key("extra-"),
+                                       "label_prefix": "k"}, follow=True)
+    assert "Imported 1 new and updated 0 account(s); 20 unchanged." in text_of(response)
+    assert Account.objects.filter(provider=provider).count() == 21
+    assert Account.objects.filter(provider=provider, label="k-21").exists()
+
+
+def test_csv_upload_sets_labels_and_balances_and_reimport_updates_by_label(staff: Client) -> None:
+    provider = make_provider()
+    first = {f"team-{i}": new_key("csv-") for i in range(500)}
+    csv_text = "label,key,balance\n" + "".join(f"{label},{key},{i}.5\n" for i, (label, key) in
+                                                enumerate(first.items()))
+    upload = SimpleUploadedFile("keys.csv", csv_text.encode(), content_type="text/csv")
+    response = staff.post(IMPORT_URL, {"provider": provider.pk, "file": upload, "label_prefix": "acct"},
+                          follow=True)
+    assert "Imported 500 new and updated 0 account(s)" in text_of(response)
+    assert Account.objects.get(provider=provider, label="team-7").balance == Decimal("7.5")
+
+    rotated = new_key("rotated-")
+    again = f"team-7,{rotated},100\nteam-8,{first['team-8']},8.5\nteam-new,{new_key()},\n"
+    upload = SimpleUploadedFile("again.csv", again.encode(), content_type="text/csv")
+    response = staff.post(IMPORT_URL, {"provider": provider.pk, "file": upload, "label_prefix": "acct"},
+                          follow=True)
+    assert "Imported 1 new and updated 1 account(s); 1 unchanged." in text_of(response)
+    team7 = Account.objects.get(provider=provider, label="team-7")
+    assert team7.get_secret() == rotated and team7.balance == Decimal("100")
+    assert team7.key_hint == f"sk-…{rotated[-4:]}"
+    assert Account.objects.filter(provider=provider).count() == 501
+
+
+def test_a_bad_import_line_is_reported_without_echoing_any_key(staff: Client) -> None:
+    provider = make_provider()
+    good = new_key("good-")
+    response = staff.post(IMPORT_URL, {"provider": provider.pk, "keys": f"a,{good},1\nb,{good}x,lots\n",
+                                       "label_prefix": "k"})
+    page = text_of(response)
+    assert response.status_code == 200 and "line 2: balance" in page
+    assert good not in page
+    assert Account.objects.count() == 0  # nothing half-imported
+
+
+# ------------------------------------------------------------------ masked display
+
+def test_account_change_form_renders_the_secret_field_empty_and_keeps_the_key_when_left_empty(
+        staff: Client) -> None:
+    provider = make_provider()
+    key = new_key("edit-")
+    account = make_account(provider, "a", key, balance=Decimal("5"))
+    url = reverse("admin:accounts_account_change", args=[account.pk])
+    page = text_of(staff.get(url))
+    assert key not in page and account.secret_encrypted not in page
+    assert re.search(r'<input type="password" name="secret"[^>]*>', page)
+    assert 'name="secret" value' not in page
+    assert account.key_hint in page
+
+    form = {"provider": provider.pk, "label": "a", "secret": "", "balance": "7", "weight": "1"}
+    assert staff.post(url, form).status_code == 302
+    account.refresh_from_db()
+    assert account.get_secret() == key and account.balance == Decimal("7")
+
+    replacement = new_key("replaced-")
+    staff.post(url, {**form, "secret": replacement})
+    account.refresh_from_db()
+    assert account.get_secret() == replacement and account.key_hint == f"sk-…{replacement[-4:]}"
+
+
+def test_status_cannot_be_edited_around_the_pool(staff: Client) -> None:
+    provider = make_provider()
+    account = make_account(provider, "a", new_key())
+    pool.disable_by_hand(account.pk)
+    url = reverse("admin:accounts_account_change", args=[account.pk])
+    staff.post(url, {"provider": provider.pk, "label": "a", "secret": "", "balance": "", "weight": "1",
+                     "status": "active"})
+    account.refresh_from_db()
+    assert account.status == Account.DISABLED and account.disabled_by_hand
+
+
+def test_provider_page_with_inline_accounts_never_shows_a_secret(staff: Client) -> None:
+    provider = make_provider()
+    keys = [new_key("inline-") for _ in range(3)]
+    for i, key in enumerate(keys):
+        make_account(provider, f"a{i}", key)
+    page = text_of(staff.get(reverse("admin:accounts_provider_change", args=[provider.pk])))
+    assert 'name="accounts-0-secret"' in page
+    assert not any(key in page for key in keys)
+
+
+# ------------------------------------------------------------------ actions
+
+def test_disable_then_enable_actions_open_and_close_one_event(staff: Client) -> None:
+    provider = make_provider()
+    a, b = make_account(provider, "a", new_key()), make_account(provider, "b", new_key())
+    assert "Disabled 2 account(s)." in action(staff, "disable_accounts", [a, b])
+    assert "Disabled 0 account(s)." in action(staff, "disable_accounts", [a])  # already out: no second event
+    assert set(Account.objects.values_list("status", "disabled_by_hand")) == {(Account.DISABLED, True)}
+    assert DisableEvent.objects.filter(tier="manual", ended_at__isnull=True).count() == 2
+
+    assert "Enabled 1 account(s)." in action(staff, "enable_accounts", [a])
+    a.refresh_from_db()
+    assert a.status == Account.ACTIVE and not a.disabled_by_hand
+    event = DisableEvent.objects.get(account=a)
+    assert event.ended_by == "hand" and event.ended_at is not None
+    assert DisableEvent.objects.get(account=b).ended_at is None
+
+
+def test_test_action_reports_success_and_reenables_an_account_the_pool_disabled(
+        staff: Client, upstream: ServerThread) -> None:
+    provider = make_provider(upstream.url + "/v1")
+    account = make_account(provider, "a", new_key("probe-"))
+    assert pool.disable_account(account.pk, rule="exhausted", tier="tier3_account_exhausted", status_code=429,
+                                excerpt="rate limited")
+    page = action(staff, "test_accounts", [account])
+    assert "pool/a: OK — account re-enabled" in page
+    account.refresh_from_db()
+    assert account.status == Account.ACTIVE
+    assert DisableEvent.objects.get(account=account).ended_by == "probe"
+    sent = upstream.state.recent[-1]
+    assert sent["path"] == "/v1/chat/completions" and sent["key_suffix"] == account.get_secret()[-4:]
+
+
+def test_test_action_never_reenables_an_account_disabled_by_hand(staff: Client, upstream: ServerThread) -> None:
+    provider = make_provider(upstream.url + "/v1")
+    account = make_account(provider, "a", new_key("probe-"))
+    pool.disable_by_hand(account.pk)
+    assert "pool/a: OK — left disabled: it was disabled by hand" in action(staff, "test_accounts", [account])
+    account.refresh_from_db()
+    assert account.status == Account.DISABLED and account.disabled_by_hand
+    assert DisableEvent.objects.get(account=account).ended_at is None
+
+
+def test_test_action_shows_the_upstream_failure_without_the_key(staff: Client, upstream: ServerThread) -> None:
+    provider = make_provider(upstream.url + "/v1")
+    bad = make_account(provider, "bad", "sk-fail-401-" + secrets.token_hex(8))
+    good = make_account(provider, "good", new_key("probe-"))
+    page = action(staff, "test_accounts", [bad, good])
+    assert re.search(r"pool/bad: HTTP 401 \(auth_invalid\)", page)
+    assert "pool/good: OK" in page
+    assert bad.get_secret() not in page
+    bad.refresh_from_db()
+    assert bad.status == Account.ACTIVE  # a test reports; it does not judge
+
+
+def test_test_action_on_an_unreachable_upstream_reports_a_network_failure(staff: Client) -> None:
+    provider = make_provider("http://127.0.0.1:9/v1")
+    account = make_account(provider, "a", new_key())
+    assert "pool/a: network failure" in action(staff, "test_accounts", [account])
+
+
+# ------------------------------------------------------------------ client keys
+
+def test_a_new_client_key_is_shown_once_and_only_its_hash_is_stored(staff: Client) -> None:
+    response = staff.post("/admin/accounts/apikey/add/", {"name": "team-a", "allowed_models": '["gpt-*"]',
+                                                         "active": "on"})
+    page = text_of(response)
+    assert response.status_code == 200 and "no-store" in response.headers.get("Cache-Control", "")
+    plain = re.search(r'value="(gw-[A-Za-z0-9_\-]+)"', page).group(1)  # type: ignore[union-attr]
+    key = ApiKey.objects.get(name="team-a")
+    assert key.key_hash == hash_client_key(plain) and key.allowed_models == ["gpt-*"]
+    assert key.key_hint == f"gw-…{plain[-4:]}"
+    assert plain not in response.cookies.output()  # not parked in a message cookie either
+    for url in ("/admin/accounts/apikey/", f"/admin/accounts/apikey/{key.pk}/change/"):
+        later = text_of(staff.get(url))
+        assert plain not in later and key.key_hint in later
+
+
+def test_editing_a_client_key_keeps_its_hash(staff: Client) -> None:
+    key = ApiKey(name="k")
+    key.set_key("gw-existing-client-key")
+    key.save()
+    staff.post(f"/admin/accounts/apikey/{key.pk}/change/", {"name": "k2", "allowed_models": "[]"})
+    key.refresh_from_db()
+    assert key.name == "k2" and key.key_hash == hash_client_key("gw-existing-client-key") and not key.active
+
+
+# ------------------------------------------------------------------ providers
+
+def provider_form(provider: Provider, **changes: Any) -> dict[str, Any]:
+    form = {"name": provider.name, "protocol": provider.protocol, "base_url": provider.base_url,
+            "headers": "{}", "served_models": "[]", "selection": "lru", "connect_timeout": "10",
+            "first_byte_timeout": "120", "idle_timeout": "120", "proxy_url": "", "accepts_thinking": "on",
+            "accepts_cache_control": "on", "anthropic_version": "2023-06-01",
+            "rules": json.dumps(provider.rules), "prices": "{}", "enabled": "on",
+            "accounts-TOTAL_FORMS": "0", "accounts-INITIAL_FORMS": "0",
+            "accounts-MIN_NUM_FORMS": "0", "accounts-MAX_NUM_FORMS": "1000"}
+    form.update(changes)
+    return form
+
+
+@pytest.mark.parametrize("rules, problem", [
+    ([{"name": "x", "status": [429], "action": "explode"}], "action must be return, retry or disable"),
+    ([{"name": "x", "status": "429", "action": "retry"}], "status must be an integer or a list of integers"),
+    ({"action": "retry"}, "rules must be a list of objects"),
+    ([{"name": "x", "status": 403, "contains": "quota", "action": "retry"}], "contains must be a list of strings"),
+])
+def test_provider_rule_editing_rejects_invalid_rules(staff: Client, rules: Any, problem: str) -> None:
+    provider = make_provider()
+    url = reverse("admin:accounts_provider_change", args=[provider.pk])
+    response = staff.post(url, provider_form(provider, rules=json.dumps(rules)))
+    assert response.status_code == 200 and problem in text_of(response)
+    provider.refresh_from_db()
+    assert provider.rules == Provider._meta.get_field("rules").get_default()
+
+
+def test_provider_rules_and_prices_are_saved_when_valid(staff: Client) -> None:
+    provider = make_provider()
+    rules = [{"name": "quota", "status": [403], "contains": ["quota"], "action": "retry", "tier": "t2"}]
+    prices = {"gpt-5-mini": {"input": 0.25, "output": 2}}
+    url = reverse("admin:accounts_provider_change", args=[provider.pk])
+    response = staff.post(url, provider_form(provider, rules=json.dumps(rules), prices=json.dumps(prices),
+                                             auto_prefix="on"))
+    assert response.status_code == 302, text_of(response)
+    provider.refresh_from_db()
+    assert provider.rules == rules and provider.prices == prices and provider.auto_prefix
+
+
+def test_provider_price_table_is_validated(staff: Client) -> None:
+    provider = make_provider()
+    url = reverse("admin:accounts_provider_change", args=[provider.pk])
+    response = staff.post(url, provider_form(provider, prices=json.dumps({"m": {"input": -1, "outptu": 2}})))
+    page = text_of(response)
+    assert "m: unknown field(s) outptu" in page and "m: input must be a non-negative number" in page
+
+
+def test_a_provider_with_500_accounts_links_to_them_and_still_saves(staff: Client) -> None:
+    provider = make_provider()
+    Account.objects.bulk_create([Account(provider=provider, label=f"a{i}", secret_encrypted="x")
+                                 for i in range(500)])
+    url = reverse("admin:accounts_provider_change", args=[provider.pk])
+    page = text_of(staff.get(url))
+    assert "accounts-0-label" not in page and "500 account(s)" in page
+    form = provider_form(provider, idle_timeout="30")
+    for k in [k for k in form if k.startswith("accounts-")]:
+        del form[k]
+    assert staff.post(url, form).status_code == 302
+    provider.refresh_from_db()
+    assert provider.idle_timeout == 30
+
+
+# ------------------------------------------------------------------ lists
+
+def test_account_list_shows_todays_usage_from_the_request_log(staff: Client) -> None:
+    provider = make_provider()
+    busy, idle = make_account(provider, "busy", new_key()), make_account(provider, "idle", new_key())
+    now = timezone.now()
+    RequestLog.objects.bulk_create(
+        [RequestLog(request_id=f"r{i}", client_protocol="openai_chat", status=200, account=busy,
+                    created_at=now, input_tokens=10, output_tokens=5) for i in range(3)]
+        + [RequestLog(request_id="old", client_protocol="openai_chat", status=200, account=busy,
+                      created_at=now - dt.timedelta(days=2), input_tokens=1000, output_tokens=1000)])
+    response = staff.get(ACCOUNTS_URL, {"o": "-7"})  # sorted by today's requests, most first
+    rows = list(response.context["cl"].result_list)
+    assert [(a.label, a.today_n, a.today_t) for a in rows] == [("busy", 3, 45), ("idle", 0, 0)]
+    page = text_of(response)
+    assert '<td class="field-today_requests">3</td>' in page and '<td class="field-today_tokens">45</td>' in page
+
+
+def test_disable_event_list_filters_by_open_tier_status_and_provider(staff: Client) -> None:
+    p1, p2 = make_provider(name="p1"), make_provider(name="p2")
+    a1, a2, a3 = make_account(p1, "a1", new_key()), make_account(p1, "a2", new_key()), make_account(p2, "a3", new_key())
+    pool.disable_account(a1.pk, rule="exhausted", tier="tier3_account_exhausted", status_code=429, excerpt="")
+    pool.disable_account(a2.pk, rule="auth_invalid", tier="auth_invalid", status_code=401, excerpt="")
+    pool.disable_account(a3.pk, rule="auth_invalid", tier="auth_invalid", status_code=401, excerpt="")
+    pool.enable_account(a2.pk, how="hand")
+
+    def listed(**query: str) -> set[str]:
+        response = staff.get("/admin/accounts/disableevent/", query)
+        assert response.status_code == 200
+        return {e.account.label for e in response.context["cl"].result_list}
+
+    assert listed() == {"a1", "a2", "a3"}
+    assert listed(ended_at__isempty="1") == {"a1", "a3"}
+    assert listed(ended_at__isempty="0") == {"a2"}
+    assert listed(tier__exact="auth_invalid") == {"a2", "a3"}
+    assert listed(status_code__exact="429") == {"a1"}
+    assert listed(ended_by__exact="hand") == {"a2"}
+    assert listed(account__provider__id__exact=str(p2.pk)) == {"a3"}
+    assert listed(q="a1") == {"a1"}
+    assert staff.get("/admin/accounts/disableevent/add/").status_code == 403
+
+
+def test_anonymous_users_are_sent_to_the_login_page(client: Client) -> None:
+    for url in (ACCOUNTS_URL, IMPORT_URL, "/admin/accounts/disableevent/", "/admin/accounts/apikey/add/"):
+        response = client.get(url)
+        assert response.status_code == 302 and response["Location"].startswith("/admin/login/")

@@ -1,0 +1,195 @@
+"""What staff read on each page, from rows written the way the gateway writes them."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from accounts import pool
+from accounts.models import Account, DisableEvent, Provider, RequestLog
+from gateway import reqlog
+from tests.dashboard.conftest import make_account, make_key, record, write
+
+pytestmark = pytest.mark.django_db
+
+
+def text(response: Any) -> str:
+    assert response.status_code == 200
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", response.content.decode()))
+
+
+def test_overview_figures_follow_the_selected_window(staff_client: Client, provider: Provider) -> None:
+    a = make_account(provider, "a")
+    write([record(a, ttfb_ms=100) for _ in range(8)]
+          + [record(a, status=429), record(a, status=500, error_class="upstream_error")]
+          + [record(a, ago=dt.timedelta(days=2), input_tokens=1000, output_tokens=1000)])
+    day = text(staff_client.get(reverse("dashboard:overview") + "?window=24h"))
+    assert "Requests 10 " in day and "Error rate 20.0 %" in day
+    assert "Tokens in / out 100 / 50" in day
+    # The 8 first bytes at 100 ms fill the 75–100 ms bucket: interpolated inside it.
+    assert "TTFB p50 / p95 / p99 88 ms / 99 ms / 100 ms" in day
+    assert "Requests / min 0.0069" in day
+    assert "1 active · 0 cooling · 0 disabled" in day
+    week = text(staff_client.get(reverse("dashboard:overview") + "?window=7d"))
+    assert "Requests 11 " in week and "Tokens in / out 1,100 / 1,050" in week
+
+
+def test_overview_counts_accounts_by_status(staff_client: Client, provider: Provider) -> None:
+    make_account(provider, "a")
+    make_account(provider, "b", status=Account.DISABLED)
+    make_account(provider, "c", status=Account.COOLING, cooldown_until=timezone.now() + dt.timedelta(minutes=1))
+    assert "1 active · 1 cooling · 1 disabled" in text(staff_client.get(reverse("dashboard:overview")))
+
+
+def test_usage_table_shows_each_account_with_window_and_lifetime_figures(staff_client: Client,
+                                                                        provider: Provider) -> None:
+    a = make_account(provider, "alpha", balance=12.5)
+    b = make_account(provider, "beta", status=Account.COOLING,
+                     cooldown_until=dt.datetime(2030, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc))
+    write([record(a) for _ in range(3)] + [record(b, status=502)] + [record(None, status=401)])
+    html = staff_client.get(reverse("dashboard:usage") + "?window=1h").content.decode()
+    row_a = html.split(f'data-account-id="{a.pk}"', 1)[1].split("</tr>", 1)[0]
+    row_b = html.split(f'data-account-id="{b.pk}"', 1)[1].split("</tr>", 1)[0]
+    assert "12.5" in row_a and 'data-field="requests">3<' in row_a and "<svg" in row_a
+    assert "Cooling down" in row_b and "2030-01-02 03:04:05" in row_b and 'data-field="errors">1<' in row_b
+    assert "reached no account" in html
+
+
+def test_account_page_draws_three_time_series(staff_client: Client, provider: Provider) -> None:
+    a = make_account(provider, "a")
+    write([record(a, ago=dt.timedelta(hours=h)) for h in range(5)])
+    html = staff_client.get(reverse("dashboard:account", args=[a.pk]) + "?window=24h").content.decode()
+    assert html.count('<svg class="chart') == 3
+    first_chart = html.split('<svg class="chart', 1)[1].split("</svg>", 1)[0]
+    assert first_chart.count('<rect class="bar"') in (24, 25)  # one per hour of the window
+    assert "5 requests" in text(staff_client.get(reverse("dashboard:account", args=[a.pk])))
+
+
+def test_disable_events_show_why_and_can_be_re_enabled(staff_client: Client, provider: Provider) -> None:
+    a = make_account(provider, "a")
+    pool.disable_account(a.pk, rule="status 401", tier="auth_invalid", status_code=401,
+                         excerpt="Invalid key sk-live-0123456789abcdef")
+    page = text(staff_client.get(reverse("dashboard:events")))
+    assert "auth_invalid" in page and "status 401" in page and "401" in page
+    assert "sk-live-0123456789abcdef" not in page and "[redacted]" in page
+    event = DisableEvent.objects.get()
+    response = staff_client.post(reverse("dashboard:enable", args=[event.pk]), {"next": "/dashboard/events/?open=1"})
+    assert response.status_code == 302 and response["Location"] == "/dashboard/events/?open=1"
+    a.refresh_from_db()
+    event.refresh_from_db()
+    assert a.status == Account.ACTIVE and event.ended_by == "hand" and event.ended_at is not None
+    assert "By hand at" in text(staff_client.get(reverse("dashboard:events")))
+    assert "No disable events" in text(staff_client.get(reverse("dashboard:events") + "?open=1"))
+
+
+def test_re_enable_never_redirects_off_site(staff_client: Client, provider: Provider) -> None:
+    a = make_account(provider, "a")
+    pool.disable_account(a.pk, rule="r", tier="t", status_code=401, excerpt="")
+    response = staff_client.post(reverse("dashboard:enable", args=[DisableEvent.objects.get().pk]),
+                                 {"next": "https://evil.example/"})
+    assert response["Location"] == reverse("dashboard:events")
+
+
+@pytest.fixture
+def varied_log(provider: Provider) -> dict[str, Any]:
+    other = Provider.objects.create(name="up-anth", protocol="anthropic", base_url="http://127.0.0.1:9/v1")
+    a, b = make_account(provider, "a"), make_account(other, "b")
+    key1, key2 = make_key("team-1"), make_key("team-2")
+    recs = [
+        record(a, client_key_id=key1.pk, client_key_name="team-1", model_requested="m-1"),
+        record(a, client_key_id=key2.pk, client_key_name="team-2", model_requested="m-2", stream=True),
+        record(b, client_key_id=key1.pk, client_protocol="anthropic", status=429, model_requested="m-1"),
+        record(b, client_key_id=key1.pk, status=200, error_class="upstream_timeout", stream=True),
+        record(a, status=503, ago=dt.timedelta(days=3), client_protocol="responses"),
+    ]
+    write(recs)
+    return {"a": a, "b": b, "other": other, "key2": key2, "ids": [r.request_id for r in recs]}
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("", [0, 1, 2, 3, 4]),
+    ("account={a}", [0, 1, 4]),
+    ("provider={other}", [2, 3]),
+    ("client_key={key2}", [1]),
+    ("model=m-1", [0, 2]),
+    ("status=429", [2]),
+    ("status=5xx", [4]),
+    ("status=error", [2, 3, 4]),
+    ("protocol=anthropic", [2]),
+    ("stream=yes", [1, 3]),
+    ("stream=no&account={a}", [0, 4]),
+    ("since={two_days_ago}", [0, 1, 2, 3]),
+    ("until={two_days_ago}", [4]),
+])
+def test_request_log_filters(staff_client: Client, varied_log: dict[str, Any], query: str,
+                             expected: list[int]) -> None:
+    two_days_ago = (timezone.now() - dt.timedelta(days=2)).strftime("%Y-%m-%dT%H:%M")
+    q = query.format(a=varied_log["a"].pk, other=varied_log["other"].pk, key2=varied_log["key2"].pk,
+                     two_days_ago=two_days_ago)
+    html = staff_client.get(reverse("dashboard:requests") + "?" + q).content.decode()
+    shown = re.findall(r'data-request-id="([^"]+)"', html)
+    assert sorted(shown) == sorted(varied_log["ids"][i] for i in expected)
+
+
+def test_a_bad_status_filter_is_reported_not_ignored(staff_client: Client, varied_log: dict[str, Any]) -> None:
+    html = staff_client.get(reverse("dashboard:requests") + "?status=teapot").content.decode()
+    assert "Use a code (429)" in html
+
+
+def test_pages_walk_the_whole_log_newest_first_without_gaps_or_repeats(staff_client: Client,
+                                                                     provider: Provider) -> None:
+    a = make_account(provider, "a")
+    same = timezone.now() - dt.timedelta(minutes=1)
+    # Many rows share one timestamp, so a page boundary falls inside a tie.
+    write([record(a, created_at=same) for _ in range(70)] + [record(a, ago=dt.timedelta(seconds=i)) for i in range(60)])
+    seen: list[str] = []
+    url = reverse("dashboard:requests")
+    for _ in range(10):
+        html = staff_client.get(url).content.decode()
+        seen += re.findall(r'data-request-id="([^"]+)"', html)
+        older = re.search(r'id="older" href="([^"]+)"', html)
+        if not older:
+            break
+        url = reverse("dashboard:requests") + older.group(1).replace("&amp;", "&")
+    expected = list(RequestLog.objects.order_by("-created_at", "-id").values_list("request_id", flat=True))
+    assert seen == expected and len(seen) == 130
+
+
+def test_paging_keeps_the_filters(staff_client: Client, provider: Provider) -> None:
+    a, b = make_account(provider, "a"), make_account(provider, "b")
+    write([record(a) for _ in range(55)] + [record(b) for _ in range(10)])
+    html = staff_client.get(reverse("dashboard:requests") + f"?account={a.pk}").content.decode()
+    older = re.search(r'id="older" href="\?([^"]+)"', html)
+    assert older and f"account={a.pk}" in older.group(1)
+    rest = staff_client.get(reverse("dashboard:requests") + "?" + older.group(1).replace("&amp;", "&"))
+    assert len(re.findall(r'data-request-id="', rest.content.decode())) == 5
+
+
+def test_garbage_cursors_show_the_first_page(staff_client: Client, provider: Provider) -> None:
+    write([record(make_account(provider, "a"))])
+    for cursor in ("x", "1_2_3", "99999999999999999999999_1", "_"):
+        assert staff_client.get(reverse("dashboard:requests") + f"?after={cursor}").status_code == 200
+
+
+def test_request_detail_shows_the_attempt_trace(staff_client: Client, provider: Provider) -> None:
+    a, b = make_account(provider, "first"), make_account(provider, "second")
+    rec = record(b, attempts=[
+        reqlog.Attempt(a.pk, "first", 429, "disable", 12, "Rate limit reached for sk-abcdefghijkl", "tier3"),
+        reqlog.Attempt(b.pk, "second", 200, "ok", 80),
+    ], request_body='{"messages": [{"content": "my key is sk-secret-1234567890"}]}', finish_reason="stop")
+    write([rec])
+    page = text(staff_client.get(reverse("dashboard:request", args=[rec.request_id])))
+    assert "1 first 429 disable tier3 12 ms Rate limit reached for [redacted]" in page
+    assert "2 second 200 ok" in page
+    assert "sk-secret-1234567890" not in page and "sk-abcdefghijkl" not in page
+    assert "Finish reason stop" in page
+
+
+def test_unknown_request_ids_are_404(staff_client: Client) -> None:
+    assert staff_client.get(reverse("dashboard:request", args=["req_nope"])).status_code == 404

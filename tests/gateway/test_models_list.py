@@ -1,0 +1,142 @@
+"""/v1/models: providers' own lists cached for 5 minutes, merged with the configured names."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from gateway import models_list
+from gateway.mockupstream.server import ServerThread
+from gateway.state import AliasInfo, ProviderInfo, Snapshot
+from gateway.upstream import upstream
+from translation.ir import UpstreamCaps
+
+
+class Upstream:
+    """The scripted upstream, counting GETs of /v1/models and able to fail them."""
+
+    def __init__(self) -> None:
+        self.server = ServerThread()
+        self.fetches = 0
+        self.failing = False
+
+        @web.middleware
+        async def count(request: web.Request, handler: Callable[[web.Request], Awaitable[Any]]) -> Any:
+            if request.path == "/v1/models":
+                self.fetches += 1
+                await asyncio.sleep(0.05)  # long enough for concurrent callers to pile up
+                if self.failing:
+                    return web.json_response({"error": {"message": "boom"}}, status=500)
+            return await handler(request)
+
+        self.server.app.middlewares.append(count)
+
+
+@pytest.fixture
+def mock() -> Iterator[Upstream]:
+    up = Upstream()
+    up.server.start()
+    models_list.clear_cache()
+    yield up
+    models_list.clear_cache()
+    up.server.stop()
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    now = [1000.0]
+    monkeypatch.setattr(models_list, "_clock", lambda: now[0])
+    return now
+
+
+@pytest.fixture(autouse=True)
+def any_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(models_list, "_any_secret", lambda provider_id: "sk-models-list-key")
+
+
+def provider(url: str, pid: int = 1, name: str = "up", served: tuple[str, ...] = ()) -> ProviderInfo:
+    return ProviderInfo(id=pid, name=name, protocol="openai_chat", base_url=url + "/v1", headers={},
+                        served_models=served, selection="lru", connect_timeout=2, first_byte_timeout=2,
+                        idle_timeout=2, proxy_url="", caps=UpstreamCaps(), anthropic_version="2023-06-01",
+                        rules=[])
+
+
+def run(coro: Awaitable[Any]) -> Any:
+    async def main() -> Any:
+        try:
+            return await coro
+        finally:
+            await upstream.aclose()
+    return asyncio.run(main())  # type: ignore[arg-type]
+
+
+def test_a_providers_list_is_fetched_once_per_five_minutes(mock: Upstream, clock: list[float]) -> None:
+    p = provider(mock.server.url)
+
+    async def scenario() -> list[list[str]]:
+        seen = [await models_list.upstream_models(p)]
+        clock[0] += 299
+        seen.append(await models_list.upstream_models(p))
+        assert mock.fetches == 1
+        clock[0] += 2
+        seen.append(await models_list.upstream_models(p))
+        return seen
+
+    first, cached, refetched = run(scenario())
+    assert mock.fetches == 2
+    assert "mock-text" in first and first == cached == refetched
+
+
+def test_concurrent_callers_of_a_cold_cache_share_one_fetch(mock: Upstream, clock: list[float]) -> None:
+    p = provider(mock.server.url)
+
+    async def scenario() -> list[list[str]]:
+        return await asyncio.gather(*(models_list.upstream_models(p) for _ in range(10)))
+
+    results = run(scenario())
+    assert mock.fetches == 1 and all(r == results[0] for r in results)
+
+
+def test_a_failed_fetch_is_retried_after_thirty_seconds_not_five_minutes(mock: Upstream, clock: list[float]) -> None:
+    p = provider(mock.server.url)
+    mock.failing = True
+
+    async def scenario() -> tuple[list[str], list[str], list[str]]:
+        failed = await models_list.upstream_models(p)
+        clock[0] += 10
+        still_cached = await models_list.upstream_models(p)
+        mock.failing = False
+        clock[0] += 21
+        return failed, still_cached, await models_list.upstream_models(p)
+
+    failed, still_cached, recovered = run(scenario())
+    assert failed == still_cached == [] and "mock-text" in recovered
+    assert mock.fetches == 2
+
+
+def test_a_repointed_provider_is_fetched_afresh(mock: Upstream, clock: list[float]) -> None:
+    async def scenario() -> None:
+        await models_list.upstream_models(provider(mock.server.url))
+        await models_list.upstream_models(provider(mock.server.url.replace("127.0.0.1", "localhost")))
+
+    run(scenario())
+    assert mock.fetches == 2
+
+
+def test_the_list_merges_upstream_models_served_models_and_exact_aliases_once_each(
+        mock: Upstream, clock: list[float]) -> None:
+    a = provider(mock.server.url, 1, "a", served=("mock-text", "house-model"))
+    b = provider("http://127.0.0.1:9", 2, "b")  # nothing listens: contributes only its configured names
+    snap = Snapshot(providers={1: a, 2: b}, aliases=[
+        AliasInfo("fast", False, 2, "mock-text", 0), AliasInfo("claude-*", True, 1, "*", 0)])
+    listing = run(models_list.list_models(snap))
+    ids = [m["id"] for m in listing["data"]]
+    assert listing["object"] == "list" and ids == sorted(set(ids))
+    assert {"mock-text", "mock-tool", "house-model", "fast"} <= set(ids) and "claude-*" not in ids
+    owners = {m["id"]: m["owned_by"] for m in listing["data"]}
+    assert owners["fast"] == "b" and owners["mock-tool"] == "a"
+    assert all(m["object"] == "model" and isinstance(m["created"], int) for m in listing["data"])
