@@ -1,0 +1,125 @@
+"""Where the gateway's time goes: py-spy on the gateway process under load.
+
+py-spy samples the running process from outside (no code change, ``--nonblocking``
+so the process is never paused) while the load generator keeps it busy. The
+collapsed stacks are written to ``artifacts/bench-profile.txt``; the summary is
+the frames with the most *self* time (the leaf of a sample: where the CPU
+actually was), the same summed by package, and the project's own functions by
+inclusive time. Only the thread holding the GIL is sampled (``--gil``): the
+gateway is one Python process, so that is where its core goes; threads waiting
+on a queue or a lock are not counted. py-spy is a developer tool, not
+a dependency: ``.venv/bin/pip install py-spy``.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .procs import ROOT
+
+if TYPE_CHECKING:
+    from .gateway import Stack
+
+OUT = ROOT / "artifacts" / "bench-profile.txt"
+TOP = 15
+_LINE = re.compile(r":\d+\)$")
+
+
+def py_spy() -> str | None:
+    local = Path(sys.executable).parent / "py-spy"
+    return str(local) if local.exists() else shutil.which("py-spy")
+
+
+def short_frame(frame: str) -> str:
+    """``func (/long/path/site-packages/pkg/mod.py:12)`` → ``func (pkg/mod.py)``."""
+
+    frame = _LINE.sub(")", frame)
+    for marker in ("site-packages/", str(ROOT) + "/", "/lib/python3"):
+        if marker in frame:
+            head, _, tail = frame.partition("(")
+            path = tail.split(marker, 1)[1]
+            if marker == "/lib/python3":
+                path = "stdlib:" + path.split("/", 1)[1]
+            return f"{head}({path}"
+    return frame
+
+
+PROJECT = ("gateway/", "accounts/", "translation/", "dashboard/")
+
+
+def package(frame: str) -> str:
+    """The component a short frame belongs to: ``django``, ``asyncio``, ``gateway``, …"""
+
+    path = frame.rpartition("(")[2].rstrip(")")
+    path = path.removeprefix("stdlib:")
+    first = path.split("/", 1)[0]
+    return first.removesuffix(".py") if first else path
+
+
+def summarise(collapsed: str, top: int = TOP) -> dict[str, Any]:
+    self_time: Counter[str] = Counter()
+    by_package: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
+    total = 0
+    for line in collapsed.splitlines():
+        stack, _, count_s = line.rpartition(" ")
+        if not stack or not count_s.isdigit():
+            continue
+        count = int(count_s)
+        frames = [short_frame(f) for f in stack.split(";") if f]
+        if not frames:
+            continue
+        total += count
+        self_time[frames[-1]] += count
+        by_package[package(frames[-1])] += count
+        for frame in set(frames):
+            if frame.partition("(")[2].startswith(PROJECT):
+                inclusive[frame] += count
+
+    def table(counter: Counter[str]) -> list[dict[str, Any]]:
+        return [{"frame": f, "samples": n, "pct": round(100 * n / total, 1)} for f, n in counter.most_common(top)]
+
+    return {"samples": total, "top_self": table(self_time), "self_by_package": table(by_package),
+            "top_project_inclusive": table(inclusive)}
+
+
+def profile_under_load(stack: Stack, target: dict[str, Any], seconds: float) -> dict[str, Any]:
+    exe = py_spy()
+    if exe is None:
+        return {"skipped": "py-spy is not installed (.venv/bin/pip install py-spy)"}
+    OUT.parent.mkdir(exist_ok=True)
+    spy = subprocess.Popen([exe, "record", "--pid", str(stack.gateway.pid), "--duration", str(int(seconds)),
+                            "--rate", "250", "--format", "raw", "--nonblocking", "--gil", "--output", str(OUT)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        load = stack.loadgen.run({"kind": "closed_loop", "targets": [target], "concurrency": 16,
+                                  "duration": seconds + 1.0, "warmup": 0.2})
+        _, err = spy.communicate(timeout=seconds + 30)
+    finally:
+        if spy.poll() is None:
+            spy.kill()
+            spy.wait()
+    if spy.returncode != 0 or not OUT.exists():
+        return {"skipped": f"py-spy failed: {err.decode(errors='replace')[-500:]}"}
+    summary = summarise(OUT.read_text())
+    summary.update({"route": target["name"], "concurrency": 16, "rps_while_sampled": load["rps"],
+                    "collapsed_stacks": str(OUT.relative_to(ROOT))})
+    print_summary(summary)
+    return summary
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    print(f"\n== Profile of the gateway process ({summary['route']}, c=16 non-streaming, "
+          f"{summary['samples']} samples, {summary['rps_while_sampled']} req/s while sampled) ==")
+    for title, key in (("frames by self time", "top_self"), ("packages by self time", "self_by_package"),
+                       ("project functions by inclusive time", "top_project_inclusive")):
+        print(f"-- top {TOP} {title}")
+        for row in summary[key]:
+            print(f"{row['pct']:>6.1f}%  {row['frame']}")
+    print(f"(collapsed stacks: {summary['collapsed_stacks']})")
