@@ -16,9 +16,16 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 
-from .bodylimit import BodyLimit  # noqa: E402
+from .api_handler import ApiASGIHandler, SplitByPath  # noqa: E402
+from .bodylimit import BodyLimit, guard_daphne  # noqa: E402
+from .shutdown import Drain, stop_gracefully_on_signals  # noqa: E402
+
+guard_daphne()  # under Daphne, oversized bodies are refused as they arrive, not once buffered
+
+drain = Drain(BodyLimit(SplitByPath(ApiASGIHandler(), django_app)))
+stop_gracefully_on_signals(drain)  # SIGTERM lets open requests end cleanly, each with its log row
 
 application = ProtocolTypeRouter({
-    "http": BodyLimit(django_app),
+    "http": drain,
     "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
 })

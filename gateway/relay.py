@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from typing import Literal
 
 import httpx
@@ -36,6 +37,7 @@ class UpstreamStream:
         self.last_data = time.monotonic()
         self.ended = False
         self._task = asyncio.create_task(self._pump())
+        OPEN.add(self)
 
     async def _pump(self) -> None:
         parser = SSEParser()
@@ -85,6 +87,18 @@ class UpstreamStream:
 
         if not self._task.done():
             self._task.cancel()
+
+    def abort(self, message: str) -> None:
+        """End the stream now with an error its reader turns into the protocol's error ending
+        (the gateway is stopping); the upstream connection is dropped."""
+
+        if not self._task.done():
+            self._queue.put_nowait([ir.Error(message, error_type="overloaded_error", status=503)])
+            self._task.cancel()
+
+
+# Streams being read, so that a stopping gateway can end each of them cleanly (gateway.shutdown).
+OPEN: weakref.WeakSet[UpstreamStream] = weakref.WeakSet()
 
 
 async def read_until_content(stream: UpstreamStream, wait: float) -> tuple[list[ir.Event], str]:

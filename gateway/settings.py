@@ -35,6 +35,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "gateway.security.security_headers",
     "gateway.middleware.CorsMiddleware",
     "gateway.static.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -113,5 +114,9 @@ GATEWAY_UPSTREAM_MAX_CONNECTIONS = env.int("GATEWAY_UPSTREAM_MAX_CONNECTIONS", d
 GATEWAY_MODELS_CACHE_TTL = env.float("GATEWAY_MODELS_CACHE_TTL", default=300.0)
 GATEWAY_LOG_BODIES = env.bool("GATEWAY_LOG_BODIES", default=False)
 GATEWAY_LOG_BODY_LIMIT = env.int("GATEWAY_LOG_BODY_LIMIT", default=16384)
+# How stale a client key's token count for today may be when its daily_token_limit is checked.
+GATEWAY_TOKEN_USAGE_TTL = env.float("GATEWAY_TOKEN_USAGE_TTL", default=5.0)
+# On SIGTERM, how long open requests may run on before their streams are ended (gateway.shutdown).
+GATEWAY_SHUTDOWN_GRACE = env.float("GATEWAY_SHUTDOWN_GRACE", default=10.0)
 DATA_UPLOAD_MAX_MEMORY_SIZE = None  # the API body limit is enforced by gateway.bodylimit before Django reads
 WHITENOISE_USE_FINDERS = True  # admin and dashboard assets are served even before collectstatic

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -20,6 +21,7 @@ from .auth import authenticate
 from .dispatch import Exchange, dispatch
 from .errors import GatewayError, InvalidRequest, render, status_of
 from .models_list import list_models
+from .ratelimit import limits
 from .responses import json_response
 from .routing import check_allowed, resolve
 from .state import KeyInfo, config
@@ -38,6 +40,11 @@ def parse_body(request: HttpRequest) -> Any:
         raise InvalidRequest(f"The request body is not valid JSON: {exc}") from exc
     if not isinstance(body, dict):
         raise InvalidRequest("The request body must be a JSON object")
+    try:
+        # orjson reads 1024 levels of nesting but writes only 254: refuse what could not be sent on.
+        sse.dumps(body)
+    except TypeError as exc:
+        raise InvalidRequest("The request body nests JSON too deeply") from exc
     return body
 
 
@@ -70,6 +77,7 @@ async def api_call(request: HttpRequest, proto_name: str, allow_x_api_key: bool)
     try:
         snap = await config.get()
         key = await authenticate(request, snap, allow_x_api_key)
+        await limits.check(key)
         body = parse_body(request)
         ireq = parse_request(proto, body)
         route = resolve(ireq.model, snap)
@@ -85,6 +93,13 @@ async def api_call(request: HttpRequest, proto_name: str, allow_x_api_key: bool)
         elif key is not None:
             _log_rejected(proto, key, body, err)
         return error_response(proto, err)
+    except asyncio.CancelledError:
+        # The client hung up (or the gateway is stopping) before the answer: the request keeps its row.
+        if ex is not None:
+            ex.record.status, ex.record.error_class = 499, "cancelled"
+            ex.record.latency_ms = ex.elapsed_ms()
+            reqlog.submit(ex.record)
+        raise
     except Exception:
         log.exception("unexpected failure serving %s", request.path)
         err = GatewayError("The gateway failed to serve this request; it has been logged")
@@ -121,6 +136,9 @@ async def count_tokens(request: HttpRequest) -> HttpResponse:
         return json_response({"input_tokens": estimate_input_tokens(ireq)})
     except GatewayError as err:
         return error_response(proto, err)
+    except Exception:
+        log.exception("unexpected failure serving %s", request.path)
+        return error_response(proto, GatewayError("The gateway failed to serve this request; it has been logged"))
 
 
 async def models(request: HttpRequest) -> HttpResponse:
