@@ -33,7 +33,7 @@ from translation.fold import Folder
 from translation.protocol import EncodeContext, ProtocolModule
 
 from . import reqlog
-from .errors import NoAccounts, UpstreamFailed, UpstreamUnavailable
+from .errors import NestingTooDeep, NoAccounts, UpstreamFailed, UpstreamUnavailable
 from .relay import TIMEOUT, UpstreamStream, read_until_content
 from .responses import SSE_HEADERS, json_response
 from .routing import Route
@@ -81,7 +81,11 @@ def upstream_body(ex: Exchange, proto: ProtocolModule) -> bytes:
         body = proto.passthrough_request(ex.body, model, provider.caps)
     else:
         body = proto.build_request(ex.request, model, provider.caps)
-    return sse.dumps(body).encode()
+    try:
+        return sse.dumps(body).encode()
+    except TypeError as exc:
+        # Refused here, where the body is serialised anyway, not by a second dump of every body.
+        raise NestingTooDeep from exc
 
 
 async def dispatch(ex: Exchange, max_attempts: int, keepalive: float) -> HttpResponse:

@@ -25,6 +25,13 @@ class InvalidRequest(GatewayError):
     error_type = "invalid_request_error"
 
 
+class NestingTooDeep(InvalidRequest):
+    """orjson reads 1024 levels of nesting but writes only 254: a body in between cannot be sent on."""
+
+    def __init__(self) -> None:
+        super().__init__("The request body nests JSON too deeply")
+
+
 class AuthenticationFailed(GatewayError):
     status = 401
     error_type = "authentication_error"

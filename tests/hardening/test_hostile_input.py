@@ -189,7 +189,12 @@ def test_json_the_parser_accepts_but_too_deep_to_send_on_is_a_400(pool: Any, gat
                                                                  depth: int) -> None:
     # orjson parses 1024 levels but serialises only 254: such a body used to reach the
     # upstream encoder and come back as a 500.
-    for body in where_to_nest(path):
+    bodies = where_to_nest(path)
+    if path.endswith("/count_tokens"):
+        # count_tokens sends nothing on: a deep field it does not read is simply not counted.
+        resp = post(gateway, path, with_depth(bodies.pop(), depth))
+        assert resp.status_code == 200, resp.text[:300]
+    for body in bodies:
         resp = post(gateway, path, with_depth(body, depth))
         assert resp.status_code == 400, resp.text[:300]
         check_error_envelope(path, resp.status_code, resp.headers, resp.content)
