@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +80,17 @@ def start_gateway(db_url: str, extra_env: dict[str, str] | None = None) -> Serve
            "SECRET_KEY": os.environ["SECRET_KEY"], **(extra_env or {})}
     return Server([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
                    "gateway.asgi:application"], port, env, "/healthz")
+
+
+@contextlib.contextmanager
+def gateway_processes(db_url: str, count: int, extra_env: dict[str, str] | None = None) -> Iterator[list[Server]]:
+    """``count`` gateway processes sharing one database; all stopped on exit, even if one fails to start."""
+
+    started: list[Server] = []
+    try:
+        for _ in range(count):
+            started.append(start_gateway(db_url, extra_env))
+        yield started
+    finally:
+        for server in started:
+            server.stop()

@@ -17,7 +17,7 @@ from django.test import Client
 from accounts.config_file import load
 from tests.e2e import clients
 from tests.e2e.conftest import CLIENT_KEY, pool_config
-from tests.servers import Server, database_url, start_gateway
+from tests.servers import Server, database_url, gateway_processes
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
 
@@ -32,15 +32,8 @@ pytestmark = [
 @pytest.fixture
 def two_gateways(mock_upstream: Server) -> Iterator[tuple[Server, Server]]:
     url = database_url(connection.settings_dict)
-    a = start_gateway(url, {"REDIS_URL": REDIS_URL})
-    try:
-        b = start_gateway(url, {"REDIS_URL": REDIS_URL})
-    except BaseException:
-        a.stop()
-        raise
-    yield a, b
-    a.stop()
-    b.stop()
+    with gateway_processes(url, 2, {"REDIS_URL": REDIS_URL}) as (a, b):
+        yield a, b
 
 
 async def watch(b: Server, session: str, model: str, started: asyncio.Event) -> dict[str, Any]:

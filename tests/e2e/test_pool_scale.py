@@ -23,7 +23,7 @@ from django.db.models import Sum
 
 from accounts.config_file import load
 from accounts.models import Account, DisableEvent, RequestLog
-from tests.servers import Server, database_url, start_gateway
+from tests.servers import Server, database_url, gateway_processes
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -43,10 +43,8 @@ START_BALANCE = Decimal(100)
 def gateways(django_db_setup: Any, django_db_blocker: Any, mock_upstream: Server) -> Iterator[list[Server]]:
     with django_db_blocker.unblock():
         url = database_url(connection.settings_dict)
-    servers = [start_gateway(url, {"LOG_LEVEL": "WARNING"}) for _ in range(2)]
-    yield servers
-    for server in servers:
-        server.stop()
+    with gateway_processes(url, 2, {"LOG_LEVEL": "WARNING"}) as servers:
+        yield servers
 
 
 def load_pool(mock: Server, keys: list[str]) -> None:

@@ -20,7 +20,7 @@ from gateway.ratelimit import WINDOW_SECONDS, Limits
 from gateway.state import KeyInfo
 from tests.e2e.conftest import pool_config
 from tests.hardening.envelope import CHAT, MSGS, RESP, check_error_envelope
-from tests.servers import Server, database_url, free_port, start_gateway
+from tests.servers import Server, database_url, free_port, gateway_processes
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -106,15 +106,8 @@ def two_gateways_on_redis(pool: Any, django_db_blocker: Any) -> Iterator[tuple[S
     if not redis_url.startswith("redis://"):
         pytest.skip("REDIS_URL is not set to a Redis server: the shared rate counter needs one")
     url = database_url(connection.settings_dict)
-    first = start_gateway(url, {"REDIS_URL": redis_url})
-    try:
-        second = start_gateway(url, {"REDIS_URL": redis_url})
-    except Exception:
-        first.stop()
-        raise
-    yield first, second
-    first.stop()
-    second.stop()
+    with gateway_processes(url, 2, {"REDIS_URL": redis_url}) as (first, second):
+        yield first, second
 
 
 def test_the_request_rate_is_shared_by_gateway_processes_through_redis(
