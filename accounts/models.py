@@ -50,7 +50,21 @@ class Provider(models.Model):
         return self.name
 
 
-class Account(models.Model):
+class UsageCounters(models.Model):
+    """Running totals the request-log writer adds to (accounts, client keys, dashboard buckets)."""
+
+    requests = models.BigIntegerField(default=0)
+    errors = models.BigIntegerField(default=0)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cached_tokens = models.BigIntegerField(default=0)
+    reasoning_tokens = models.BigIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class Account(UsageCounters):
     ACTIVE, COOLING, DISABLED = "active", "cooling", "disabled"
     STATUS_CHOICES = [(ACTIVE, "Active"), (COOLING, "Cooling down"), (DISABLED, "Disabled")]
 
@@ -65,12 +79,6 @@ class Account(models.Model):
     balance = models.DecimalField(max_digits=20, decimal_places=8, null=True, blank=True)
     weight = models.PositiveIntegerField(default=1)
     last_used_at = models.DateTimeField(null=True, blank=True)
-    requests = models.BigIntegerField(default=0)
-    errors = models.BigIntegerField(default=0)
-    input_tokens = models.BigIntegerField(default=0)
-    output_tokens = models.BigIntegerField(default=0)
-    cached_tokens = models.BigIntegerField(default=0)
-    reasoning_tokens = models.BigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -88,7 +96,7 @@ class Account(models.Model):
         return secrets.decrypt(self.secret_encrypted)
 
 
-class ApiKey(models.Model):
+class ApiKey(UsageCounters):
     """A client key. Only its hash is stored; the plain key is shown once."""
 
     name = models.CharField(max_length=100, unique=True)
@@ -98,12 +106,6 @@ class ApiKey(models.Model):
     active = models.BooleanField(default=True)
     rate_limit_per_minute = models.PositiveIntegerField(null=True, blank=True)
     daily_token_limit = models.BigIntegerField(null=True, blank=True)
-    requests = models.BigIntegerField(default=0)
-    errors = models.BigIntegerField(default=0)
-    input_tokens = models.BigIntegerField(default=0)
-    output_tokens = models.BigIntegerField(default=0)
-    cached_tokens = models.BigIntegerField(default=0)
-    reasoning_tokens = models.BigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

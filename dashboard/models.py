@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from django.db import models
 
+from accounts.models import UsageCounters
+
 from . import histogram
 
 BUCKET_SECONDS = 300
 
 
-class UsageBucket(models.Model):
+class UsageBucket(UsageCounters):
     """Five minutes of one account's traffic.
 
     Kept by the request-log writer in the same transaction as the rows it sums
@@ -21,12 +23,6 @@ class UsageBucket(models.Model):
 
     start = models.BigIntegerField(help_text="Unix time of the bucket's first second (UTC)")
     account_id = models.BigIntegerField(default=0)
-    requests = models.BigIntegerField(default=0)
-    errors = models.BigIntegerField(default=0)
-    input_tokens = models.BigIntegerField(default=0)
-    output_tokens = models.BigIntegerField(default=0)
-    cached_tokens = models.BigIntegerField(default=0)
-    reasoning_tokens = models.BigIntegerField(default=0)
     latency_ms = models.BigIntegerField(default=0, help_text="Sum over the bucket's requests")
     # One counter per time-to-first-byte bucket (histogram.BOUNDS): percentiles add up.
     for _field in histogram.FIELDS:
