@@ -11,9 +11,12 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.conf import settings
 
 log = logging.getLogger(__name__)
-GROUP = "dashboard"
+# One group per deployment; its name is configurable so that several deployments (or test
+# runs) sharing one Redis do not see each other's events.
+GROUP = settings.GATEWAY_EVENTS_GROUP
 
 
 def publish(kind: str, payload: dict[str, Any]) -> None:

@@ -109,6 +109,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
     "loggers": {"django.channels.server": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
 }
+GATEWAY_EVENTS_GROUP = env("GATEWAY_EVENTS_GROUP", default="dashboard")  # channel-layer group for live events
 GATEWAY_CONFIG_TTL = env.float("GATEWAY_CONFIG_TTL", default=2.0)
 GATEWAY_UPSTREAM_MAX_CONNECTIONS = env.int("GATEWAY_UPSTREAM_MAX_CONNECTIONS", default=4096)
 GATEWAY_MODELS_CACHE_TTL = env.float("GATEWAY_MODELS_CACHE_TTL", default=300.0)

@@ -4,6 +4,9 @@ import os
 import tempfile
 
 os.environ.setdefault("SECRET_KEY", "test-secret-key-not-for-production")
+# Live events of this run (and of the gateways it starts, which inherit the environment) stay
+# among themselves even when other runs share the Redis server.
+os.environ.setdefault("GATEWAY_EVENTS_GROUP", f"dashboard-test-{os.getpid()}")
 
 from gateway.settings import *  # noqa: E402,F403
 from gateway.settings import DATABASES  # noqa: E402

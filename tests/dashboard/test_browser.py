@@ -87,6 +87,7 @@ def open_live(context: Any, url: str) -> Any:
 
 def test_staff_watch_requests_usage_and_disable_events_arrive_live(
         browser: Any, dashboard_gateway: Server, mock_upstream: Server) -> None:
+    expect = pytest.importorskip("playwright.sync_api").expect
     User.objects.create_user("ops", password=PASSWORD, is_staff=True)
     tag = uuid.uuid4().hex[:6]
     load(pool_config(mock_upstream, {"openai_chat": [f"sk-good-first-{tag}", f"sk-fail-429-second-{tag}"]}))
@@ -109,9 +110,9 @@ def test_staff_watch_requests_usage_and_disable_events_arrive_live(
     first_model = f"up-openai_chat/mock-text-{tag}-first"
     assert clients.chat_call(sdk, first_model, [{"role": "user", "content": "hi"}], False).text
     log_page.locator("#request-rows tr", has_text=first_model).wait_for(timeout=WAIT_MS)
-    usage_page.wait_for_function(
-        f"""document.querySelector('tr[data-account-id="{good.pk}"] [data-field="requests"]').textContent === "1" """,
-        timeout=WAIT_MS)
+    # Locator assertions poll from Playwright's own world: a string predicate polled in the page
+    # would be eval'd there, which the dashboard's CSP (rightly) forbids.
+    expect(requests_cell).to_have_text("1", timeout=WAIT_MS)
 
     # 2. The next request draws the second account, whose key answers 429: it is cooled down and
     #    the request is served by the first. The event appears on the overview, the status on usage.
@@ -121,9 +122,8 @@ def test_staff_watch_requests_usage_and_disable_events_arrive_live(
     event_row.wait_for(timeout=WAIT_MS)
     assert "429" in event_row.inner_text() and "tier3_account_exhausted" in event_row.inner_text()
     assert "Rate limit reached" in event_row.inner_text()
-    usage_page.wait_for_function(
-        f"""document.querySelector('tr[data-account-id="{limited.pk}"] [data-field="status"]').textContent
-            === "Cooling down" """, timeout=WAIT_MS)
+    expect(usage_page.locator(f'tr[data-account-id="{limited.pk}"] [data-field="status"]')).to_have_text(
+        "Cooling down", timeout=WAIT_MS)
     overview.locator("#request-rows tr", has_text=second_model).wait_for(timeout=WAIT_MS)
     attempts = log_page.locator("#request-rows tr", has_text=second_model).locator("td").nth(7)
     attempts.wait_for(timeout=WAIT_MS)
