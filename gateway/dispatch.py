@@ -300,6 +300,16 @@ class _StreamWriter:
         except asyncio.CancelledError:
             self.error_class = self.error_class or "client_disconnected"
             raise
+        except Exception:
+            # The status line is out, so an escaping exception would leave the client waiting
+            # forever (Daphne cannot answer 500 any more): end the stream, in protocol if we can.
+            log.exception("stream to the client failed")
+            self.error_class = "internal_error"
+            try:
+                for chunk in self.encoder.feed(ir.Error("The gateway failed while streaming; it has been logged")):
+                    yield chunk
+            except Exception:  # noqa: BLE001 - the encoder itself is what failed: just end the body
+                pass
         finally:
             stream.close()
             self._log()

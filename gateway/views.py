@@ -40,6 +40,14 @@ def parse_body(request: HttpRequest) -> Any:
         raise InvalidRequest(f"The request body is not valid JSON: {exc}") from exc
     if not isinstance(body, dict):
         raise InvalidRequest("The request body must be a JSON object")
+    # orjson reads 1024 levels of nesting but writes only 254, and fields the upstream never sees are
+    # still echoed into answers (a Responses text.format schema): too deep, it broke the answer midway.
+    # Only a body with more brackets than that can be too deep, so nearly every body costs a count.
+    if raw.count(b"[") + raw.count(b"{") > 254:
+        try:
+            sse.dumps(body)
+        except TypeError as exc:
+            raise NestingTooDeep from exc
     return body
 
 
