@@ -87,6 +87,20 @@ def _check(target: Target, reply: Reply) -> str | None:
     return None
 
 
+SEND_ERRORS = (OSError, HttpError, asyncio.TimeoutError)
+
+
+async def _request(pool: Pool, target: Target) -> Reply:
+    """One request on a pooled connection; a connection that failed is dropped from the pool."""
+
+    try:
+        conn = await pool.get(target.host, target.port)
+        return await asyncio.wait_for(conn.request(target.request, target.terminator is not None), timeout=30)
+    except SEND_ERRORS:
+        pool.drop(target.host, target.port)
+        raise
+
+
 async def closed_loop(job: dict[str, Any]) -> dict[str, Any]:
     targets = [Target.from_json(t) for t in job["targets"]]
     concurrency = int(job["concurrency"])
@@ -110,11 +124,8 @@ async def closed_loop(job: dict[str, Any]) -> dict[str, Any]:
                 if measuring:
                     state["sent"] += 1
                 try:
-                    conn = await pool.get(target.host, target.port)
-                    reply = await asyncio.wait_for(conn.request(target.request, target.terminator is not None),
-                                                   timeout=30)
-                except (OSError, HttpError, asyncio.TimeoutError) as exc:
-                    pool.drop(target.host, target.port)
+                    reply = await _request(pool, target)
+                except SEND_ERRORS as exc:
                     if measuring:
                         errors.add(type(exc).__name__ + (f": {exc}" if isinstance(exc, HttpError) else ""))
                     await asyncio.sleep(0.01)
@@ -162,11 +173,8 @@ async def interleaved(job: dict[str, Any]) -> dict[str, Any]:
             order = targets[r % len(targets):] + targets[:r % len(targets)]
             for target in order:
                 try:
-                    conn = await pool.get(target.host, target.port)
-                    reply = await asyncio.wait_for(conn.request(target.request, target.terminator is not None),
-                                                   timeout=30)
-                except (OSError, HttpError, asyncio.TimeoutError) as exc:
-                    pool.drop(target.host, target.port)
+                    reply = await _request(pool, target)
+                except SEND_ERRORS as exc:
                     errors.add(type(exc).__name__)
                     continue
                 if r < warmup_rounds:
