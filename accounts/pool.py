@@ -5,8 +5,10 @@ Selection is atomic across gateway processes. On PostgreSQL one round trip
 of a provider and stamps the chosen account, so LRU stays exact however many
 processes pick at once; SKIP LOCKED was tried first and measured unfair under
 contention (a pick stalled while holding a row lock makes every other pick pass
-that account over). SQLite serialises writers anyway, so a process lock
-suffices. Each state change writes its audit row and broadcasts after commit.
+that account over). A SQLite database serves one gateway process, whose
+requests pick in memory (:mod:`accounts.localpool`); ``select_account`` there
+is one UPDATE … RETURNING under a process lock. Each state change writes its
+audit row, tells the in-memory pool and broadcasts after commit.
 """
 
 from __future__ import annotations
@@ -21,10 +23,17 @@ from django.db import connection, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
 from . import events
+from .localpool import local_pool
+from .pgpick import picker
 from .models import Account, DisableEvent
 
 log = logging.getLogger(__name__)
+_SQLITE = settings.DATABASES["default"]["ENGINE"].endswith("sqlite3")
+_POSTGRES = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
 _sqlite_lock = threading.Lock()  # SQLite serves one gateway process: a process lock orders its picks
 
 EXCERPT_LIMIT = 500
@@ -41,8 +50,34 @@ def redact(text: str, secrets: Iterable[str] = (), limit: int = EXCERPT_LIMIT) -
     return text[:limit]
 
 
+async def pick(provider_id: int, exclude: list[int], strategy: str) -> Account | None:
+    """The request path's pick: in memory on SQLite (accounts.localpool), on the event loop on
+    PostgreSQL (accounts.pgpick), else through Django in a worker thread."""
+
+    if _SQLITE:
+        return await local_pool.select(provider_id, exclude, strategy)
+    if _POSTGRES:
+        now = timezone.now()
+        try:
+            account = await picker.pick(provider_id, exclude, strategy, now)
+        except Exception:  # noqa: BLE001 - the Django connection path below is the fallback
+            log.warning("pick on the event loop failed; picking through Django", exc_info=True)
+        else:
+            if account is not None and account.status == Account.COOLING:
+                await sync_to_async(end_cooldown, thread_sensitive=False)(account, now)
+            return account
+    return await sync_to_async(select_account, thread_sensitive=False)(provider_id, exclude, strategy)
+
+
+def write_local_stamps() -> None:
+    """Record the in-memory pool's recent picks as last-used times (the log writer calls this every batch)."""
+
+    if _SQLITE:
+        local_pool.write_stamps()
+
+
 def select_account(provider_id: int, exclude: Iterable[int], strategy: str) -> Account | None:
-    """Pick the next account and stamp it as used, or None when none is usable."""
+    """Pick the next account in the database and stamp it as used, or None when none is usable."""
 
     if connection.vendor == "postgresql":
         return _select_postgres(provider_id, list(exclude), strategy)
@@ -78,7 +113,7 @@ def _select_sqlite(provider_id: int, exclude: list[int], strategy: str) -> Accou
         return None
     account = picked[0]
     if account.status == Account.COOLING:
-        _end_cooldown(account, now)
+        end_cooldown(account, now)
     return account
 
 
@@ -91,7 +126,7 @@ def _select_postgres(provider_id: int, exclude: list[int], strategy: str) -> Acc
         if picked:
             account = picked[0]
             if account.status == Account.COOLING:
-                _end_cooldown(account, now)
+                end_cooldown(account, now)
             return account
         # Empty: nothing usable — or the chosen account was disabled while we waited for it.
         if not _usable(provider_id, exclude, now).exists():
@@ -99,12 +134,13 @@ def _select_postgres(provider_id: int, exclude: list[int], strategy: str) -> Acc
     return None
 
 
-def _end_cooldown(account: Account, now: dt.datetime) -> None:
+def end_cooldown(account: Account, now: dt.datetime) -> None:
     with transaction.atomic():
         if Account.objects.filter(pk=account.pk, status=Account.COOLING).update(
                 status=Account.ACTIVE, cooldown_until=None):
             _close_events(account, "cooldown", now)
     account.status, account.cooldown_until = Account.ACTIVE, None
+    local_pool.apply(account.pk, Account.ACTIVE)
 
 
 def _usable(provider_id: int, exclude: list[int], now: dt.datetime) -> QuerySet[Account]:
@@ -156,7 +192,10 @@ def disable_account(account_id: int, *, rule: str, tier: str, status_code: int |
             status=new_status, cooldown_until=cooldown_until
         )
         if not changed:
+            # Out of the pool already (perhaps changed by another process): stop picking it here too.
+            transaction.on_commit(lambda: local_pool.apply(account_id, Account.DISABLED))
             return False
+        transaction.on_commit(lambda: local_pool.apply(account_id, new_status, cooldown_until))
         event = DisableEvent.objects.create(
             account_id=account_id, created_at=now, rule=rule, tier=tier,
             status_code=status_code, excerpt=excerpt, cooldown_until=cooldown_until,
@@ -185,6 +224,7 @@ def enable_account(account_id: int, how: str = "hand") -> bool:
         account.status, account.cooldown_until, account.disabled_by_hand = Account.ACTIVE, None, False
         account.save(update_fields=["status", "cooldown_until", "disabled_by_hand"])
         _close_events(account, how, now)
+        transaction.on_commit(lambda: local_pool.apply(account_id, Account.ACTIVE))
     return True
 
 
@@ -199,6 +239,7 @@ def disable_by_hand(account_id: int) -> bool:
             status=Account.DISABLED, disabled_by_hand=True, cooldown_until=None)
         if not changed:
             return False
+        transaction.on_commit(lambda: local_pool.apply(account_id, Account.DISABLED))
         event = DisableEvent.objects.create(account_id=account_id, rule="manual", tier="manual")
         payload = {"account_id": account_id, "event_id": event.pk, "tier": "manual", "rule": "manual",
                    "status_code": None, "cooldown_until": None}

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-import httpx
+import orjson
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import HttpResponse, StreamingHttpResponse
@@ -35,10 +35,10 @@ from translation.protocol import EncodeContext, ProtocolModule
 from . import reqlog
 from .errors import NestingTooDeep, NoAccounts, UpstreamFailed, UpstreamUnavailable
 from .relay import TIMEOUT, UpstreamStream, read_until_content
-from .responses import SSE_HEADERS, json_response
+from .responses import SSE_HEADERS, raw_json_response
 from .routing import Route
 from .state import KeyInfo
-from .upstream import NETWORK_ERRORS, UpstreamTarget, upstream
+from .upstream import NETWORK_ERRORS, Headers, UpstreamResponse, UpstreamTarget, upstream
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +95,7 @@ async def dispatch(ex: Exchange, max_attempts: int, keepalive: float) -> HttpRes
     tried: list[int] = []
     last_network_error: str | None = None
     for _ in range(max_attempts):
-        account = await sync_to_async(pool.select_account, thread_sensitive=False)(
-            provider.id, tried, provider.selection)
+        account = await pool.pick(provider.id, tried, provider.selection)
         if account is None:
             break
         tried.append(account.pk)
@@ -137,7 +136,7 @@ async def _attempt(ex: Exchange, proto: ProtocolModule, target: UpstreamTarget, 
 
 
 async def _judge(ex: Exchange, attempt: reqlog.Attempt, err: ir.Error, text: str, secret: str,
-                 headers: httpx.Headers | None = None) -> NoReturn:
+                 headers: Headers | None = None) -> NoReturn:
     """Apply the classifier's verdict to a failed attempt: raise _Retry or the client's error."""
 
     verdict: Verdict = classify(ex.route.provider.rules, err.status, f"{err.message}\n{text}")
@@ -156,7 +155,7 @@ async def _judge(ex: Exchange, attempt: reqlog.Attempt, err: ir.Error, text: str
     raise UpstreamFailed(err.status, pool.redact(err.message, [secret]) or "upstream error", err.error_type)
 
 
-def _retry_after(headers: httpx.Headers | None) -> dt.datetime | None:
+def _retry_after(headers: Headers | None) -> dt.datetime | None:
     value = headers.get("retry-after") if headers is not None else None
     if not value:
         return None
@@ -173,7 +172,7 @@ def _network_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:300]
 
 
-async def _read_capped(response: httpx.Response, timeout: float) -> bytes:
+async def _read_capped(response: UpstreamResponse, timeout: float) -> bytes:
     chunks: list[bytes] = []
     size = 0
     try:
@@ -190,7 +189,7 @@ async def _read_capped(response: httpx.Response, timeout: float) -> bytes:
     return b"".join(chunks)[:ERROR_BODY_LIMIT]
 
 
-async def _json(ex: Exchange, proto: ProtocolModule, response: httpx.Response,
+async def _json(ex: Exchange, proto: ProtocolModule, response: UpstreamResponse,
                 attempt: reqlog.Attempt, secret: str) -> HttpResponse:
     provider = ex.route.provider
     try:
@@ -210,14 +209,14 @@ async def _json(ex: Exchange, proto: ProtocolModule, response: httpx.Response,
         await _judge(ex, attempt, resp.error, "", secret)
     ex.record.ttfb_ms = ex.elapsed_ms()
     ctx = EncodeContext(model=ex.request.model, request=ex.request, body=ex.body)
-    out = ex.client.render_response(resp, ctx)
+    out = orjson.dumps(ex.client.render_response(resp, ctx))  # once, for the client and the log
     _finish_record(ex, 200, resp.usage, resp.finish)
-    ex.record.response_body = reqlog.capped(sse.dumps(out))
+    ex.record.response_body = reqlog.capped(out)
     reqlog.submit(ex.record)
-    return json_response(out, 200)
+    return raw_json_response(out, 200)
 
 
-async def _open_stream(ex: Exchange, proto: ProtocolModule, response: httpx.Response,
+async def _open_stream(ex: Exchange, proto: ProtocolModule, response: UpstreamResponse,
                        attempt: reqlog.Attempt, keepalive: float, secret: str) -> HttpResponse:
     provider = ex.route.provider
     stream = UpstreamStream(response, proto.stream_decoder(), provider.idle_timeout)
@@ -274,11 +273,10 @@ class _StreamWriter:
     async def body(self, first: list[ir.Event]) -> AsyncIterator[bytes]:
         stream = self.stream
         try:
-            pending = self._feed(first)
-            if not pending:
-                pending = [sse.comment()]  # bytes on the wire now, even before the first token
-            for chunk in pending:
-                yield chunk
+            # What one upstream read brought goes out as one write: each write costs the server a
+            # message and a syscall, and these events arrived together anyway.
+            # Bytes on the wire now, even before the first token.
+            yield b"".join(self._feed(first)) or sse.comment()
             while True:
                 wait = min(self.keepalive, stream.idle_timeout - stream.idle_for())
                 item = await stream.next(wait)
@@ -293,16 +291,18 @@ class _StreamWriter:
                         break
                     yield sse.comment()
                     continue
-                for chunk in self._feed(item):
-                    yield chunk
-            for chunk in self.encoder.finish():
-                yield chunk
+                out = b"".join(self._feed(item))
+                if out:
+                    yield out
+            out = b"".join(self.encoder.finish())
+            if out:
+                yield out
         except asyncio.CancelledError:
             self.error_class = self.error_class or "client_disconnected"
             raise
         except Exception:
             # The status line is out, so an escaping exception would leave the client waiting
-            # forever (Daphne cannot answer 500 any more): end the stream, in protocol if we can.
+            # forever (the server cannot answer 500 any more): end the stream, in protocol if we can.
             log.exception("stream to the client failed")
             self.error_class = "internal_error"
             try:

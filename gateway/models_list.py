@@ -14,7 +14,6 @@ import logging
 import time
 from typing import Any
 
-import httpx
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
@@ -65,7 +64,7 @@ async def _fetch(provider: ProviderInfo) -> tuple[list[str], bool]:
     try:
         data = await upstream.get_json(provider, secret, "/models")
         return [str(m["id"]) for m in data.get("data", []) if isinstance(m, dict) and "id" in m], True
-    except (*NETWORK_ERRORS, httpx.HTTPError, ValueError, KeyError, AttributeError) as exc:
+    except (*NETWORK_ERRORS, ValueError, KeyError, AttributeError) as exc:
         # A provider without a /models endpoint still lists what it is configured to serve.
         log.info("provider %s: /models unavailable (%s)", provider.name, type(exc).__name__)
         return [], False

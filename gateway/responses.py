@@ -21,7 +21,11 @@ CORS_HEADERS = {
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> HttpResponse:
-    resp = HttpResponse(orjson.dumps(data), status=status, content_type="application/json")
+    return raw_json_response(orjson.dumps(data), status, headers)
+
+
+def raw_json_response(body: bytes, status: int = 200, headers: dict[str, str] | None = None) -> HttpResponse:
+    resp = HttpResponse(body, status=status, content_type="application/json")
     for name, value in (headers or {}).items():
         resp[name] = value
     return resp

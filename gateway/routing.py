@@ -77,7 +77,8 @@ def resolve(model: str, snap: Snapshot) -> Route:
         # Vendor-prefixed names route like the short ones (auto-prefix providers get the prefix back).
         route = _exact_alias(short, snap) or _resolve(LEGACY_NAMES.get(short, short), snap)
     if route is None:
-        raise ModelNotFound(f"The model '{model}' does not exist or is not served by this gateway", param="model")
+        raise ModelNotFound(f"The model '{_shown(model)}' does not exist or is not served by this gateway",
+                            param="model")
     return route
 
 
@@ -112,7 +113,7 @@ def _resolve(model: str, snap: Snapshot) -> Route | None:
 
 def check_allowed(key: KeyInfo, model: str) -> None:
     if key.allowed_models and not any(fnmatchcase(model, pat) for pat in key.allowed_models):
-        raise PermissionDenied(f"This API key is not allowed to use the model '{model}'", param="model")
+        raise PermissionDenied(f"This API key is not allowed to use the model '{_shown(model)}'", param="model")
 
 
 def listed_models(snap: Snapshot) -> list[tuple[str, str]]:
@@ -126,3 +127,9 @@ def listed_models(snap: Snapshot) -> list[tuple[str, str]]:
         if not alias.is_glob and alias.provider_id in snap.providers:
             seen.setdefault(alias.pattern, snap.providers[alias.provider_id].name)
     return sorted(seen.items())
+
+
+def _shown(model: str, limit: int = 200) -> str:
+    """A model name as an error message may echo it: a megabyte of name is not repeated back."""
+
+    return model if len(model) <= limit else model[:limit] + "…"

@@ -20,7 +20,6 @@ SECRET_KEY = env("SECRET_KEY", default="insecure-dev-only-key" if DEBUG else Non
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
 
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -97,6 +96,9 @@ LOGIN_URL = "/admin/login/"
 
 # Gateway knobs
 GATEWAY_MAX_BODY_BYTES = env.int("GATEWAY_MAX_BODY_BYTES", default=32 * 1024 * 1024)
+# A request's line and headers: larger ones get 431, slower ones 408 (gateway/serve.py).
+GATEWAY_MAX_HEAD_BYTES = env.int("GATEWAY_MAX_HEAD_BYTES", default=64 * 1024)
+GATEWAY_HEAD_TIMEOUT = env.float("GATEWAY_HEAD_TIMEOUT", default=30.0)
 GATEWAY_KEEPALIVE_SECONDS = env.float("GATEWAY_KEEPALIVE_SECONDS", default=10.0)
 GATEWAY_MAX_ATTEMPTS = env.int("GATEWAY_MAX_ATTEMPTS", default=10)
 # Secrets at rest (upstream keys) are encrypted with this; derived from SECRET_KEY when unset.
@@ -111,8 +113,12 @@ LOGGING = {
 }
 GATEWAY_EVENTS_GROUP = env("GATEWAY_EVENTS_GROUP", default="dashboard")  # channel-layer group for live events
 GATEWAY_CONFIG_TTL = env.float("GATEWAY_CONFIG_TTL", default=2.0)
+# SQLite only: how often the in-memory account pool re-reads the accounts (accounts.localpool).
+GATEWAY_POOL_TTL = env.float("GATEWAY_POOL_TTL", default=1.0)
 GATEWAY_UPSTREAM_MAX_CONNECTIONS = env.int("GATEWAY_UPSTREAM_MAX_CONNECTIONS", default=4096)
 GATEWAY_MODELS_CACHE_TTL = env.float("GATEWAY_MODELS_CACHE_TTL", default=300.0)
+# How often the request-log writer writes its batch (and the dashboard hears of it).
+GATEWAY_LOG_BATCH_SECONDS = env.float("GATEWAY_LOG_BATCH_SECONDS", default=1.0)
 GATEWAY_LOG_BODIES = env.bool("GATEWAY_LOG_BODIES", default=False)
 GATEWAY_LOG_BODY_LIMIT = env.int("GATEWAY_LOG_BODY_LIMIT", default=16384)
 # How stale a client key's token count for today may be when its daily_token_limit is checked.

@@ -1,21 +1,20 @@
 """A short-lived in-process snapshot of configuration: providers, aliases, client keys.
 
 These change rarely and are read on every request, so each process keeps a
-copy for ``GATEWAY_CONFIG_TTL`` seconds instead of querying per request. Pool
-state (which account is usable) is NOT cached here: it must be shared across
-processes and is read at selection time.
+copy for ``GATEWAY_CONFIG_TTL`` seconds instead of querying per request, and
+past that serves the copy while a fresh one is read in the background. Pool
+state (which account is usable) is not part of it: see ``accounts.pool``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from accounts.refresh import Refresh
 from translation.ir import UpstreamCaps
 
 
@@ -61,13 +60,12 @@ class Snapshot:
     providers: dict[int, ProviderInfo] = field(default_factory=dict)
     aliases: list[AliasInfo] = field(default_factory=list)
     keys: dict[str, KeyInfo] = field(default_factory=dict)  # by key hash
-    loaded_at: float = 0.0
 
 
 def _load() -> Snapshot:
     from accounts.models import ApiKey, ModelAlias, Provider
 
-    snap = Snapshot(loaded_at=time.monotonic())
+    snap = Snapshot()
     for p in Provider.objects.filter(enabled=True):
         snap.providers[p.pk] = ProviderInfo(
             id=p.pk, name=p.name, protocol=p.protocol, base_url=p.base_url,
@@ -93,20 +91,17 @@ def key_info(k: Any) -> KeyInfo:
 class SnapshotCache:
     def __init__(self) -> None:
         self._snap = Snapshot()
-        self._lock: asyncio.Lock | None = None
+        self._refresh = Refresh(self._reread, "configuration")
 
     async def get(self) -> Snapshot:
-        if time.monotonic() - self._snap.loaded_at < settings.GATEWAY_CONFIG_TTL:
-            return self._snap
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:  # one reload at a time; the others wait for it
-            if time.monotonic() - self._snap.loaded_at >= settings.GATEWAY_CONFIG_TTL:
-                self._snap = await sync_to_async(_load, thread_sensitive=False)()
+        await self._refresh.ensure(settings.GATEWAY_CONFIG_TTL)
         return self._snap
 
+    async def _reread(self) -> None:
+        self._snap = await sync_to_async(_load, thread_sensitive=False)()
+
     def invalidate(self) -> None:
-        self._snap = Snapshot()
+        self._refresh.invalidate()
 
 
 config = SnapshotCache()

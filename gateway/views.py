@@ -86,7 +86,7 @@ async def api_call(request: HttpRequest, proto_name: str, allow_x_api_key: bool)
         route = resolve(ireq.model, snap)
         check_allowed(key, ireq.model)
         ex = Exchange(new_id("req_"), proto, key, body, ireq, route)
-        ex.record.request_body = reqlog.capped(request.body.decode("utf-8", "replace"))
+        ex.record.request_body = reqlog.capped(request.body)
         return await dispatch(ex, settings.GATEWAY_MAX_ATTEMPTS, settings.GATEWAY_KEEPALIVE_SECONDS)
     except GatewayError as err:
         if ex is not None:

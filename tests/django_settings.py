@@ -7,6 +7,8 @@ os.environ.setdefault("SECRET_KEY", "test-secret-key-not-for-production")
 # Live events of this run (and of the gateways it starts, which inherit the environment) stay
 # among themselves even when other runs share the Redis server.
 os.environ.setdefault("GATEWAY_EVENTS_GROUP", f"dashboard-test-{os.getpid()}")
+# Tests change the pool from outside the gateway between requests: its in-memory pool re-reads every pick.
+os.environ.setdefault("GATEWAY_POOL_TTL", "0")
 
 from gateway.settings import *  # noqa: E402,F403
 from gateway.settings import DATABASES  # noqa: E402

@@ -163,3 +163,14 @@ def test_a_vendor_prefixed_name_routes_like_its_short_name() -> None:
 def test_a_provider_named_like_a_vendor_keeps_its_prefix_route() -> None:
     snap = snapshot([provider(4, "openai"), ROUTER], [alias("gpt-*", 3)])
     assert route("openai/gpt-5", snap) == ("openai", "gpt-5")
+
+
+def test_an_unknown_or_forbidden_model_name_is_echoed_short_in_the_error() -> None:
+    huge = "x" * 1_000_000
+    with pytest.raises(ModelNotFound) as unknown:
+        resolve(huge, snapshot([ANTHROPIC]))
+    key = KeyInfo(1, "k", ("claude-*",), None, None)
+    with pytest.raises(PermissionDenied) as forbidden:
+        check_allowed(key, huge)
+    for err in (unknown.value, forbidden.value):
+        assert "x" * 200 + "…" in err.message and len(err.message) < 400
