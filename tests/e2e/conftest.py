@@ -1,4 +1,4 @@
-"""End-to-end fixtures: a real Daphne gateway and the scripted upstream, sharing the test database."""
+"""End-to-end fixtures: a real gateway server and the scripted upstream, sharing the test database."""
 
 from __future__ import annotations
 
@@ -15,14 +15,16 @@ from tests.servers import Server, database_url, start_gateway, start_mock
 CLIENT_KEY = "gw-e2e-key"
 
 
-@pytest.fixture(scope="session")
+# Package scope, not session: the gateway stops (flushing its request log) when the e2e tests end,
+# so none of its rows land in the shared database while later packages' tests count theirs.
+@pytest.fixture(scope="package")
 def mock_upstream() -> Iterator[Server]:
     server = start_mock()
     yield server
     server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def gateway(django_db_setup: Any, django_db_blocker: Any, mock_upstream: Server) -> Iterator[Server]:
     with django_db_blocker.unblock():
         url = database_url(connection.settings_dict)
