@@ -25,14 +25,14 @@ run: migrate
 	$(BIN)/python manage.py collectstatic --noinput >/dev/null
 	$(BIN)/python manage.py loadconfig deploy/demo.toml
 	@$(BIN)/python manage.py mockupstream --host 127.0.0.1 --port $(MOCK_PORT) & echo $$! > .mockupstream.pid
-	@trap 'kill $$(cat .mockupstream.pid) 2>/dev/null; rm -f .mockupstream.pid' EXIT INT TERM; \
+	@trap 'kill $$(cat .mockupstream.pid 2>/dev/null) 2>/dev/null; rm -f .mockupstream.pid' EXIT INT TERM; \
 	echo ""; \
 	echo "Gateway on http://$(HOST):$(PORT) — demo client key: gw-demo-key"; \
 	echo "Try:"; \
 	echo "  curl http://$(HOST):$(PORT)/v1/chat/completions -H 'Authorization: Bearer gw-demo-key' -H 'Content-Type: application/json' -d '{\"model\":\"mock-text\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'"; \
 	echo "  python -c \"import openai; c=openai.OpenAI(base_url='http://$(HOST):$(PORT)/v1', api_key='gw-demo-key'); print(c.chat.completions.create(model='mock-text', messages=[{'role':'user','content':'Hi'}]).choices[0].message.content)\""; \
 	echo ""; \
-	$(BIN)/daphne -b $(HOST) -p $(PORT) gateway.asgi:application
+	$(BIN)/python -m gateway.serve --host $(HOST) --port $(PORT)
 
 test: $(STAMP)
 	bash tests/browser/ensure_chromium.sh || echo "chromium could not be installed: the browser test will be skipped"

@@ -1,36 +1,30 @@
-"""A graceful stop under Daphne: on SIGTERM open requests end cleanly and every one keeps its log row.
+"""A graceful stop: on SIGTERM open requests end cleanly and every one keeps its log row.
 
-Daphne's own SIGTERM handling cancels every application at once. Django's ASGI
-handler leaves the view running in a task of its own, which then dies with the
-event loop: streams are cut off without their protocol's ending, waiting
-clients get a dropped connection, and none of these requests reaches the
-request log (and the interpreter could crash on the way out with the log
-writer still busy).
+A server's own stop cancels or cuts what is still open: streams end without
+their protocol's ending, waiting clients get a dropped connection, and none of
+these requests reaches the request log.
 
-So SIGTERM (or SIGINT) starts a drain instead: new API requests are refused
-with 503 and ``/readyz`` turns unavailable; open requests get
-``GATEWAY_SHUTDOWN_GRACE`` seconds to finish; streams still open then are ended
-in their client's protocol (the upstream read is aborted with an error, which
-the stream writer turns into the protocol's error ending); requests still
-waiting are told their client is gone, so their view logs them; the request
-log is flushed; and only then is Daphne stopped. A second signal stops at once.
+So :mod:`gateway.serve` turns SIGTERM (or SIGINT) into :meth:`Drain.stop`
+first: new API requests are refused with 503 and ``/readyz`` turns
+unavailable; open requests get ``GATEWAY_SHUTDOWN_GRACE`` seconds to finish;
+streams still open then are ended in their client's protocol (the upstream read
+is aborted with an error, which the stream writer turns into the protocol's
+error ending); requests still waiting are told their client is gone, so their
+view logs them; the request log is flushed; and only then does the server stop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import signal
-import sys
-import threading
 from typing import Any
 
 import orjson
-from django.conf import settings
 
 from . import relay, reqlog
 from .bodylimit import error_body
 from .upstream import upstream
+from accounts.pgpick import picker
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +38,7 @@ class Drain:
     def __init__(self, app: Any) -> None:
         self.app = app
         self.stopping = False
-        self.calls: set[asyncio.Event] = set()  # one "hang up" event per API request in flight
+        self.calls: set[asyncio.Future[None]] = set()  # one "hang up" per API request in flight
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -54,7 +48,7 @@ class Drain:
             return await _unavailable(path, send)
         if not path.startswith("/v1/"):
             return await self.app(scope, receive, send)
-        hang_up = asyncio.Event()
+        hang_up: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.calls.add(hang_up)
         try:
             await self.app(scope, _until(hang_up, receive), send)
@@ -70,7 +64,8 @@ class Drain:
                 stream.abort("The gateway is shutting down; send the request again")
             await self._settle(LAST_WORDS_SECONDS)
         for hang_up in self.calls:
-            hang_up.set()
+            if not hang_up.done():
+                hang_up.set_result(None)
         await self._settle(LAST_WORDS_SECONDS)
         if self.calls:
             log.warning("stopping with %d request(s) still open", len(self.calls))
@@ -79,6 +74,7 @@ class Drain:
         except Exception:  # noqa: BLE001 - the exit-time flush will try again
             log.exception("request log flush failed while stopping")
         await upstream.aclose()
+        await picker.aclose()
 
     async def _settle(self, seconds: float) -> None:
         loop = asyncio.get_running_loop()
@@ -87,23 +83,44 @@ class Drain:
             await asyncio.sleep(0.05)
 
 
-def _until(hang_up: asyncio.Event, receive: Any) -> Any:
-    """``receive``, answering ``http.disconnect`` as soon as ``hang_up`` is set."""
+def _until(hang_up: asyncio.Future[None], receive: Any) -> Any:
+    """``receive``, answering ``http.disconnect`` as soon as ``hang_up`` is done.
+
+    The request body is read straight through (it is there already, or on its way);
+    only a wait after it (a view listening for the client to leave) can be cut short.
+    """
+
+    body_read = False
 
     async def guarded_receive() -> dict[str, Any]:
-        if hang_up.is_set():
+        nonlocal body_read
+        if hang_up.done():
             return {"type": "http.disconnect"}
-        message = asyncio.ensure_future(receive())
-        cut = asyncio.ensure_future(hang_up.wait())
+        if not body_read:
+            message: dict[str, Any] = await receive()
+            body_read = message["type"] != "http.request" or not message.get("more_body", False)
+            return message
+        waiting = asyncio.ensure_future(receive())
+
+        def cut(_: asyncio.Future[None]) -> None:
+            waiting.cancel()
+
+        hang_up.add_done_callback(cut)
         try:
-            await asyncio.wait((message, cut), return_when=asyncio.FIRST_COMPLETED)
+            return await waiting  # type: ignore[no-any-return]
+        except asyncio.CancelledError:
+            if hang_up.done() and waiting.cancelled() and not _cancelling():
+                return {"type": "http.disconnect"}
+            raise
         finally:
-            cut.cancel()
-            if not message.done():
-                message.cancel()
-        return message.result() if not message.cancelled() else {"type": "http.disconnect"}
+            hang_up.remove_done_callback(cut)
 
     return guarded_receive
+
+
+def _cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 async def _unavailable(path: str, send: Any) -> None:
@@ -116,35 +133,3 @@ async def _unavailable(path: str, send: Any) -> None:
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                             (b"retry-after", b"1"), (b"connection", b"close")]})
     await send({"type": "http.response.body", "body": body})
-
-
-def stop_gracefully_on_signals(drain: Drain) -> None:
-    """Under Daphne, make SIGTERM and SIGINT drain before the reactor stops."""
-
-    if "daphne.server" not in sys.modules:  # not running under Daphne: nothing to take over
-        return
-    from twisted.internet import reactor
-
-    def take_over() -> None:  # after start-up: Twisted has installed its own handlers by then
-        if threading.current_thread() is not threading.main_thread():
-            return  # runserver's reloader runs Daphne in a thread, without signal handlers
-        stopping: list[bool] = []
-
-        def on_signal(signum: int, frame: Any) -> None:
-            if stopping:  # asked twice: stop now
-                reactor.callFromThread(reactor.stop)
-                return
-            stopping.append(True)
-            reactor.callFromThread(lambda: asyncio.ensure_future(_drain_then_stop(drain, reactor)))
-
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, on_signal)
-
-    reactor.callWhenRunning(take_over)
-
-
-async def _drain_then_stop(drain: Drain, reactor: Any) -> None:
-    try:
-        await drain.stop(settings.GATEWAY_SHUTDOWN_GRACE)
-    finally:
-        reactor.stop()

@@ -1,4 +1,4 @@
-"""Real processes on loopback ports for end-to-end tests: the scripted upstream and Daphne."""
+"""Real processes on loopback ports for end-to-end tests: the scripted upstream and the gateway (gateway.serve)."""
 
 from __future__ import annotations
 
@@ -76,10 +76,10 @@ def start_mock() -> Server:
 
 def start_gateway(db_url: str, extra_env: dict[str, str] | None = None) -> Server:
     port = free_port()
-    env = {"DATABASE_URL": db_url, "GATEWAY_CONFIG_TTL": "0", "GATEWAY_KEEPALIVE_SECONDS": "1",
+    env = {"DATABASE_URL": db_url, "GATEWAY_CONFIG_TTL": "0", "GATEWAY_POOL_TTL": "0", "GATEWAY_KEEPALIVE_SECONDS": "1",
            "SECRET_KEY": os.environ["SECRET_KEY"], **(extra_env or {})}
-    return Server([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                   "gateway.asgi:application"], port, env, "/healthz")
+    return Server([sys.executable, "-m", "gateway.serve", "--port", str(port), "--log-level", "warning"],
+                  port, env, "/healthz")
 
 
 @contextlib.contextmanager

@@ -10,7 +10,7 @@ request-log rows missing or doubled, accounts disabled twice at once, resident
 memory of the gateway, upstream sockets left open, secrets seen anywhere.
 
 ``python -m tests.hardening.soak`` (``make soak``) runs it standalone on a
-scratch SQLite database with its own scripted upstream and Daphne; the CI test
+scratch SQLite database with its own scripted upstream and gateway; the CI test
 (``test_soak.py``) drives the same code against the test database.
 """
 

@@ -254,8 +254,8 @@ async def drive(url: str, key: str, clients: int, seconds: float, rng: random.Ra
     # Each client has its own HTTP client and connection, kept open like an SDK client's: one shared
     # pool of hundreds of connections makes httpcore's bookkeeping the bottleneck (O(connections x
     # requests) per event), and its default 5 s keep-alive expiry churns connections. Clients start
-    # over a second or two: bursts of new connections overflow Daphne's listen backlog (50), and the
-    # kernel then drops them before the gateway ever sees the request.
+    # over a second or two, as they would in life: a burst of hundreds of connects at once tests the
+    # kernel's listen backlog, not the gateway.
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=REQUEST_TIMEOUT * 4)
     timeout = httpx.Timeout(REQUEST_TIMEOUT, connect=10.0)
 

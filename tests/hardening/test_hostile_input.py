@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from tests.e2e.conftest import CLIENT_KEY
 from tests.hardening.envelope import CHAT, COUNT, MSGS, RESP, check_answer, check_error_envelope
+from tests.hardening.raw_http import read_answer
 from tests.servers import Server
 from translation.sse import SSEParser
 
@@ -261,24 +262,6 @@ def _request_head(path: str, extra: bytes) -> bytes:
             "Content-Type: application/json\r\n").encode() + extra + b"\r\n"
 
 
-def _read_response(sock: socket.socket, timeout: float) -> bytes:
-    sock.settimeout(timeout)
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    return data
-
-
-def _status_and_body(raw: bytes) -> tuple[int, httpx.Headers, bytes]:
-    head, _, body = raw.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    headers = httpx.Headers([tuple(x.strip() for x in line.split(":", 1)) for line in lines[1:]])
-    return int(lines[0].split()[1]), headers, body
-
-
 @pytest.mark.parametrize("path", ENDPOINTS)
 def test_a_declared_length_over_the_limit_is_refused_before_any_body_is_sent(pool: Any, gateway: Server,
                                                                              path: str) -> None:
@@ -286,11 +269,8 @@ def test_a_declared_length_over_the_limit_is_refused_before_any_body_is_sent(poo
     with socket.create_connection(("127.0.0.1", gateway.port)) as sock:
         sock.sendall(_request_head(path, f"Content-Length: {length}\r\n".encode()))
         started = time.monotonic()
-        raw = _read_response(sock, timeout=10)
+        status, headers, body = read_answer(sock, timeout=10)
         assert time.monotonic() - started < 5
-        while len(raw.partition(b"\r\n\r\n")[2]) < int(_status_and_body(raw)[1]["content-length"]):
-            raw += sock.recv(65536)
-    status, headers, body = _status_and_body(raw)
     assert status == 413
     assert "limit" in check_error_envelope(path, status, headers, body)["error"]["message"]
 
@@ -316,11 +296,7 @@ def test_a_chunked_body_without_length_is_refused_once_it_passes_the_limit(pool:
                 break
             sent += len(chunk)
         assert answered, f"no answer after {sent} bytes"
-        raw = _read_response(sock, timeout=10)
-        status, headers, _ = _status_and_body(raw)
-        length = int(headers["content-length"])
-        while len(raw.partition(b"\r\n\r\n")[2]) < length:
-            raw += sock.recv(65536)
+        status, headers, body = read_answer(sock, timeout=10)
     assert status == 413
-    check_error_envelope(path, status, headers, raw.partition(b"\r\n\r\n")[2])
+    check_error_envelope(path, status, headers, body)
     assert limit < sent < 2 * limit

@@ -131,3 +131,23 @@ def test_a_client_that_hangs_up_still_gets_its_log_row(gateway: Server, mock_ups
         time.sleep(0.1)
     assert rows.count() == len(jobs)
     assert sorted(rows.values_list("error_class", flat=True)) == ["cancelled"] * 3 + ["client_disconnected"] * 3
+
+
+def test_a_second_signal_stops_at_once_without_waiting_out_the_grace(mock_upstream: Server) -> None:
+    key, _ = own_key(mock_upstream)
+    gateway = start_gateway(database_url(connection.settings_dict), {"GATEWAY_SHUTDOWN_GRACE": "60"})
+    client = Client(gateway.url, Job("openai_chat", "up-openai_chat", "mock-slow-200x100", True), key)
+    try:
+        client.start()
+        assert client.started_streaming.wait(15)
+        gateway.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        assert gateway.proc.poll() is None  # draining: the open stream has 60 s to finish
+        stopped_at = time.monotonic()
+        gateway.proc.send_signal(signal.SIGTERM)
+        gateway.proc.wait(10)
+        assert time.monotonic() - stopped_at < 10
+    finally:
+        gateway.stop(signal.SIGKILL)
+    client.join(10)
+    assert not client.is_alive()
