@@ -1,12 +1,16 @@
 """The bare relay: the ceiling for our stack.
 
-A minimal ASGI app on Daphne, no Django: the request body is forwarded to the
-upstream (``BENCH_UPSTREAM``, same path) with aiohttp, the fastest client we
-measured, and the response is streamed back chunk by chunk. No auth, no
-parsing, no translation, no database: whatever the gateway spends beyond this
-is its own.
+A minimal ASGI app, no Django: the request body is forwarded to the upstream
+(``BENCH_UPSTREAM``, same path) with aiohttp, the fastest client we measured,
+and the response is streamed back chunk by chunk. No auth, no parsing, no
+translation, no database: whatever the gateway spends beyond this is its own.
+The bench's baseline runs it on Daphne, as issue 6 defines it:
 
     BENCH_UPSTREAM=http://127.0.0.1:9300 daphne -p 9400 bench.bare_relay:app
+
+and its ``servers`` section also on the gateway's own server and settings (``gateway.serve``):
+
+    BENCH_UPSTREAM=http://127.0.0.1:9300 python -m bench.bare_relay --port 9400
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ _session: aiohttp.ClientSession | None = None
 
 
 def _client() -> aiohttp.ClientSession:
-    # Created on first use, on the server's running loop (Daphne sends no lifespan events).
+    # Created on first use, on the server's running loop (the servers send it no lifespan events).
     global _session
     if _session is None:
         connector = aiohttp.TCPConnector(limit=4096, keepalive_timeout=30)
@@ -50,3 +54,17 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         async for chunk in resp.content.iter_any():
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
     await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+if __name__ == "__main__":
+    import argparse
+
+    import uvicorn
+
+    from gateway.serve import config
+
+    parser = argparse.ArgumentParser(prog="python -m bench.bare_relay")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=9400)
+    args = parser.parse_args()
+    uvicorn.Server(config(app, args.host, args.port, log_level="warning")).run()

@@ -1,6 +1,6 @@
 """The full gateway against the scripted upstream called directly and against the bare relay.
 
-One run starts the scripted upstream, the gateway (Daphne, its own scratch
+One run starts the scripted upstream, the gateway (``gateway.serve``, its own scratch
 SQLite database, the bench config loaded with ``loadconfig``), the bare relay
 and the load generator, then measures — every figure next to its baseline from
 the same run:
@@ -15,6 +15,7 @@ the same run:
   (64 × 20 ms; full runs also 64 × 250 ms, long enough for all to stream at
   once): stalls, errors, resident memory per stream, CPU-seconds per 1,000;
 - ``multiproc``: two gateway processes on PostgreSQL against one, c=64;
+- ``servers``: bare relay and gateway on our server (uvicorn) and on Daphne, c=1 and c=16;
 - ``profile`` (only when asked): py-spy on the gateway under c=16 non-streaming.
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import gc
 import socket
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -29,15 +31,15 @@ from pathlib import Path
 from typing import Any
 
 from . import profile as profiler
-from .procs import Child, LoadGen, Processes, gateway_env
+from .procs import DAPHNE_ARGS, Child, LoadGen, Processes, free_port, gateway_env
 from .procstat import CpuWatch, loadavg, peak_rss, rss_kb
 from .targets import (PACED_MODEL, ROUTES, SHORT, SINGLE_ACCOUNT_PROVIDER, STREAM_MODEL, TEXT_MODEL,
                       UPSTREAMS, Route, bench_config, direct_target, gateway_target, relay_target)
 
 PG_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 PG_BENCH_DB = "bench_gateway"
-SECTIONS = ["latency", "throughput", "streams", "paced", "hold", "multiproc"]
-EXTRA_SECTIONS = ["profile"]
+SECTIONS = ["latency", "throughput", "streams", "paced", "hold", "multiproc", "servers"]
+EXTRA_SECTIONS = ["profile", "profile_stream"]
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,7 @@ def prepare_database(procs: Processes, workdir: Path, db_url: str, upstream_url:
 
 
 def closed_loop(stack: Stack, targets: list[dict[str, Any]], concurrency: int, plan: Plan,
-                duration: float | None = None, pids: dict[str, int] | None = None) -> dict[str, Any]:
+                duration: float | None = None, pids: dict[str, int | str] | None = None) -> dict[str, Any]:
     watch = CpuWatch(pids or stack.pids())
     job = {"kind": "closed_loop", "targets": targets, "concurrency": concurrency,
            "duration": duration or plan.duration, "warmup": plan.warmup}
@@ -360,8 +362,9 @@ def multiproc(stack: Stack, plan: Plan) -> dict[str, Any]:
         t1 = gateway_target(route, gw1.port, TEXT_MODEL, False)
         t2 = gateway_target(route, gw2.port, TEXT_MODEL, False)
         t2["name"] = t2["name"] + " (2)"
-        pids = {"gateway_1": gw1.pid, "gateway_2": gw2.pid, "upstream": stack.mock.pid,
-                "loadgen": stack.loadgen.pid}
+        # PostgreSQL's own backends too: on 2 cores, what they and the upstream take bounds the ratio.
+        pids: dict[str, int | str] = {"gateway_1": gw1.pid, "gateway_2": gw2.pid, "upstream": stack.mock.pid,
+                                      "loadgen": stack.loadgen.pid, "postgres": "postgres"}
         closed_loop(stack, [t1, t2], 16, plan, duration=1.0, pids=pids)  # warm both
         one = closed_loop(stack, [t1], 64, plan, pids=pids)
         two = closed_loop(stack, [t1, t2], 64, plan, pids=pids)
@@ -372,9 +375,13 @@ def multiproc(stack: Stack, plan: Plan) -> dict[str, Any]:
         stack.procs.stop(gw1)
 
     def summary(res: dict[str, Any]) -> dict[str, Any]:
+        # Requests per core the gateways used: flat from one process to two means the gateway scales,
+        # and what the ratio lacks is cores the machine did not have.
+        cores = res["cpu_frac"].get("gateway_1", 0) + res["cpu_frac"].get("gateway_2", 0)
         return {"rps": res["rps"], "ok": res["ok"], "errors": res["errors"], "error_samples": res["error_samples"],
                 "latency_ms": res["latency_ms"], "per_target": res["per_target"], "cpu_frac": res["cpu_frac"],
-                "loadgen_cpu_frac": res["loadgen_cpu_frac"]}
+                "loadgen_cpu_frac": res["loadgen_cpu_frac"],
+                "rps_per_gateway_core": round(res["rps"] / cores) if cores else None}
 
     return {"database": f"postgresql/{PG_BENCH_DB}", "route": route.name, "concurrency": 64,
             "one_process": summary(one), "two_processes": summary(two), "ratio": _ratio(two["rps"], one["rps"]),
@@ -389,8 +396,62 @@ def profile(stack: Stack, plan: Plan) -> dict[str, Any]:
     return profiler.profile_under_load(stack, tgt, plan.profile_seconds)
 
 
+def profile_stream(stack: Stack, plan: Plan) -> dict[str, Any]:
+    """The same on 20-chunk streams, anthropic→chat (a route that translates every event)."""
+
+    port = stack.gateway.port
+    assert port
+    tgt = gateway_target(ROUTES[2], port, STREAM_MODEL, True)
+    return profiler.profile_under_load(stack, tgt, plan.profile_seconds, "stream")
+
+
+def servers(stack: Stack, plan: Plan) -> dict[str, Any]:
+    """Our server (uvicorn, ``gateway.serve``) against Daphne, bare relay and gateway, chat→chat: c=1 and c=16.
+
+    The measured case for the server the API runs on (the stack card named Daphne), and
+    the gateway's share of a bare relay on its own server, beside the Daphne baseline.
+    """
+
+    relay_port, gw_port = free_port(), free_port()
+    relay = stack.procs.start("bare-relay-uvicorn", [sys.executable, "-m", "bench.bare_relay", "--port",
+                                                     str(relay_port)],
+                              env={"BENCH_UPSTREAM": stack.mock.url}, port=relay_port)
+    gw = stack.procs.start("gateway-daphne", [sys.executable, "-m", "daphne", *DAPHNE_ARGS, "-p", str(gw_port),
+                                              "gateway.asgi:application"],
+                           env=gateway_env(stack.sqlite_url), port=gw_port)
+    try:
+        relay.wait_http("/healthz")
+        gw.wait_http("/healthz")
+        assert stack.mock.port and stack.relay.port and stack.gateway.port
+        route = ROUTES[0]
+        named = {"direct": direct_target(route.upstream, stack.mock.port, TEXT_MODEL, False),
+                 "bare relay, Daphne": relay_target(route.upstream, stack.relay.port, TEXT_MODEL, False),
+                 "bare relay, uvicorn": relay_target(route.upstream, relay_port, TEXT_MODEL, False),
+                 "gateway, Daphne": gateway_target(route, gw_port, TEXT_MODEL, False),
+                 "gateway, uvicorn": gateway_target(route, stack.gateway.port, TEXT_MODEL, False)}
+        for name, tgt in named.items():
+            tgt["name"] = name
+        lat = stack.loadgen.run({"kind": "interleaved", "targets": list(named.values()),
+                                 "rounds": plan.latency_rounds, "duration": plan.latency_max_s,
+                                 "warmup_rounds": 30})["latency_ms"]
+        direct = lat["direct"].get("p50")
+        out: dict[str, Any] = {"route": route.name}
+        for name, tgt in list(named.items())[1:]:
+            rate = closed_loop(stack, [tgt], 16, plan)
+            out[name] = {"added_p50_ms": _diff(lat[name].get("p50"), direct), "rps_c16": rate["rps"]}
+            print(f"   {name:<22} c=1 +{out[name]['added_p50_ms']} ms p50 over direct; c=16 {rate['rps']:,.0f} req/s")
+        for server in ("Daphne", "uvicorn"):
+            share = _ratio(out[f"gateway, {server}"]["rps_c16"], out[f"bare relay, {server}"]["rps_c16"])
+            out[f"share_of_bare_relay_on_{server.lower()}_c16"] = share
+            print(f"   gateway on {server}, c=16: {share} of the bare relay on {server}")
+        return out
+    finally:
+        stack.procs.stop(gw)
+        stack.procs.stop(relay)
+
+
 MEASURES = {"latency": latency, "throughput": throughput, "streams": streams, "paced": paced, "hold": hold,
-            "multiproc": multiproc, "profile": profile}
+            "multiproc": multiproc, "profile": profile, "profile_stream": profile_stream, "servers": servers}
 
 
 def run(names: list[str], plan: Plan, on_result: Any = None) -> dict[str, Any]:

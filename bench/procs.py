@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 BENCH_SECRET_KEY = "bench-only-secret-key-not-for-production"
 PR_SET_PDEATHSIG = 1
-# Both Daphnes alike: no per-request access line on stdout (the gateway keeps its own request log).
+# The bare relay on Daphne (the baseline), and the gateway on Daphne in ``servers``: no
+# per-request access line, like gateway.serve.
 DAPHNE_ARGS = ["-b", HOST, "--verbosity", "0"]
 
 
@@ -151,8 +152,8 @@ class Processes:
 
     def gateway(self, name: str, env: dict[str, str]) -> Child:
         port = free_port()
-        child = self.start(name, [sys.executable, "-m", "daphne", *DAPHNE_ARGS, "-p", str(port),
-                                  "gateway.asgi:application"], env=env, port=port)
+        child = self.start(name, [sys.executable, "-m", "gateway.serve", "--host", HOST, "--port", str(port),
+                                  "--log-level", "warning"], env=env, port=port)
         child.wait_http("/healthz")
         return child
 

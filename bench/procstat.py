@@ -36,6 +36,22 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def command_cpu_seconds(command: str) -> float:
+    """CPU seconds used so far by every live process named ``command`` (e.g. PostgreSQL's backends)."""
+
+    total = 0.0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/comm") as f:
+                    if f.read().strip() != command:
+                        continue
+            except OSError:
+                continue
+            total += cpu_seconds(int(entry))
+    return total
+
+
 def loadavg() -> list[float]:
     try:
         with open("/proc/loadavg") as f:
@@ -47,7 +63,7 @@ def loadavg() -> list[float]:
 class CpuWatch:
     """CPU used by named processes between ``start()`` and ``stop()``, as a fraction of one core."""
 
-    def __init__(self, pids: dict[str, int]) -> None:
+    def __init__(self, pids: dict[str, int | str]) -> None:  # a str names a command: all its processes
         self.pids = pids
         self._t0 = 0.0
         self._cpu0: dict[str, float] = {}
@@ -56,16 +72,20 @@ class CpuWatch:
 
     def start(self) -> CpuWatch:
         self._t0 = time.perf_counter()
-        self._cpu0 = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+        self._cpu0 = {name: _used(pid) for name, pid in self.pids.items()}
         return self
 
     def stop(self) -> CpuWatch:
         self.seconds = time.perf_counter() - self._t0
-        self.used = {name: cpu_seconds(pid) - self._cpu0[name] for name, pid in self.pids.items()}
+        self.used = {name: _used(pid) - self._cpu0[name] for name, pid in self.pids.items()}
         return self
 
     def fractions(self) -> dict[str, float]:
         return {name: round(used / self.seconds, 2) if self.seconds else 0.0 for name, used in self.used.items()}
+
+
+def _used(pid: int | str) -> float:
+    return command_cpu_seconds(pid) if isinstance(pid, str) else cpu_seconds(pid)
 
 
 @contextmanager

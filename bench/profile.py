@@ -26,7 +26,7 @@ from .procs import ROOT
 if TYPE_CHECKING:
     from .gateway import Stack
 
-OUT = ROOT / "artifacts" / "bench-profile.txt"
+OUT = ROOT / "artifacts" / "bench-profile.txt"  # bench-profile-<kind>.txt beside it
 TOP = 15
 _LINE = re.compile(r":\d+\)$")
 
@@ -89,13 +89,14 @@ def summarise(collapsed: str, top: int = TOP) -> dict[str, Any]:
             "top_project_inclusive": table(inclusive)}
 
 
-def profile_under_load(stack: Stack, target: dict[str, Any], seconds: float) -> dict[str, Any]:
+def profile_under_load(stack: Stack, target: dict[str, Any], seconds: float, kind: str = "non-streaming") -> dict[str, Any]:
     exe = py_spy()
     if exe is None:
         return {"skipped": "py-spy is not installed (.venv/bin/pip install py-spy)"}
     OUT.parent.mkdir(exist_ok=True)
+    out = OUT.with_name(f"bench-profile-{kind}.txt")
     spy = subprocess.Popen([exe, "record", "--pid", str(stack.gateway.pid), "--duration", str(int(seconds)),
-                            "--rate", "250", "--format", "raw", "--nonblocking", "--gil", "--output", str(OUT)],
+                            "--rate", "250", "--format", "raw", "--nonblocking", "--gil", "--output", str(out)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         load = stack.loadgen.run({"kind": "closed_loop", "targets": [target], "concurrency": 16,
@@ -105,17 +106,17 @@ def profile_under_load(stack: Stack, target: dict[str, Any], seconds: float) -> 
         if spy.poll() is None:
             spy.kill()
             spy.wait()
-    if spy.returncode != 0 or not OUT.exists():
+    if spy.returncode != 0 or not out.exists():
         return {"skipped": f"py-spy failed: {err.decode(errors='replace')[-500:]}"}
-    summary = summarise(OUT.read_text())
+    summary = summarise(out.read_text())
     summary.update({"route": target["name"], "concurrency": 16, "rps_while_sampled": load["rps"],
-                    "collapsed_stacks": str(OUT.relative_to(ROOT))})
+                    "kind": kind, "collapsed_stacks": str(out.relative_to(ROOT))})
     print_summary(summary)
     return summary
 
 
 def print_summary(summary: dict[str, Any]) -> None:
-    print(f"\n== Profile of the gateway process ({summary['route']}, c=16 non-streaming, "
+    print(f"\n== Profile of the gateway process ({summary['route']}, c=16 {summary.get('kind', 'non-streaming')}, "
           f"{summary['samples']} samples, {summary['rps_while_sampled']} req/s while sampled) ==")
     for title, key in (("frames by self time", "top_self"), ("packages by self time", "self_by_package"),
                        ("project functions by inclusive time", "top_project_inclusive")):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,12 @@ def _print_processes(g: dict[str, Any]) -> None:
               f"(errors {m['one_process']['errors']} / {m['two_processes']['errors']}); a one-account pool "
               f"at c=64 on one process: {m['single_account_pool']['ok']} ok, "
               f"{m['single_account_pool']['errors']} errors {m['single_account_pool']['error_samples']}")
+        for label, key in (("one process", "one_process"), ("two processes", "two_processes")):
+            shares = ", ".join(f"{k} {v:.2f}" for k, v in m[key]["cpu_frac"].items() if v)
+            busy = sum(m[key]["cpu_frac"].values())
+            per_core = m[key].get("rps_per_gateway_core")
+            print(f"   CPU in cores with {label}: {shares} (machine {busy:.2f} of {os.cpu_count()}); "
+                  f"{_f(per_core, '{:,.0f}')} req/s per gateway core")
     elif m.get("skipped"):
         print(f"Two gateway processes on PostgreSQL: skipped ({m['skipped']})")
     for name, section in g.items():
