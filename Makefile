@@ -23,7 +23,7 @@ migrate: $(STAMP)
 
 run: migrate
 	$(BIN)/python manage.py collectstatic --noinput >/dev/null
-	$(BIN)/python manage.py loadconfig deploy/demo.toml
+	sed 's#127.0.0.1:9300/#127.0.0.1:$(MOCK_PORT)/#' deploy/demo.toml | $(BIN)/python manage.py loadconfig -
 	@$(BIN)/python manage.py mockupstream --host 127.0.0.1 --port $(MOCK_PORT) & echo $$! > .mockupstream.pid
 	@trap 'kill $$(cat .mockupstream.pid 2>/dev/null) 2>/dev/null; rm -f .mockupstream.pid' EXIT INT TERM; \
 	echo ""; \

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -44,8 +45,10 @@ def _require(obj: dict[str, Any], key: str, where: str, kind: type = str) -> Any
 
 
 def load_file(path: str | Path) -> LoadReport:
+    """Load a TOML file; ``-`` reads standard input (`make run` rewrites the demo's upstream port)."""
+
     try:
-        data = tomllib.loads(Path(path).read_text())
+        data = tomllib.loads(sys.stdin.read() if str(path) == "-" else Path(path).read_text())
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from exc
     return load(data)

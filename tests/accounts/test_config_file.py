@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,13 @@ def test_loads_providers_accounts_aliases_and_keys(tmp_path: Path) -> None:
     key = ApiKey.objects.get(name="dev")
     assert key.key_hash == hash_client_key("gw-dev-key")
     assert "gw-dev-key" not in key.key_hash
+
+
+def test_a_dash_reads_the_config_from_standard_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `make run` pipes the demo config through sed to point it at MOCK_PORT.
+    monkeypatch.setattr("sys.stdin", io.StringIO(CONFIG.replace(":9300/", ":9411/")))
+    call_command("loadconfig", "-")
+    assert Provider.objects.get(name="pool-a").base_url == "http://127.0.0.1:9411/v1"
 
 
 def test_loading_twice_changes_nothing_and_updates_by_name(tmp_path: Path) -> None:
