@@ -39,6 +39,12 @@ def make_key(name: str) -> ApiKey:
     return key
 
 
+@pytest.fixture
+def one_account() -> tuple[Provider, Account, ApiKey]:
+    provider = make_provider("p")
+    return provider, make_account(provider, "a"), make_key("k")
+
+
 def writer_without_thread(monkeypatch: pytest.MonkeyPatch) -> LogWriter:
     """A writer whose batches go out only when the test flushes: its background thread would race the test."""
 
@@ -132,9 +138,8 @@ def test_an_attempt_error_with_a_lone_surrogate_is_still_encoded() -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_record_the_database_refuses_does_not_hold_up_the_batch_and_keeps_its_row(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    provider, key = make_provider("p"), make_key("k")
-    account = make_account(provider, "a")
+        one_account: tuple[Provider, Account, ApiKey], monkeypatch: pytest.MonkeyPatch) -> None:
+    provider, account, key = one_account
     writer = writer_without_thread(monkeypatch)
     # A lone surrogate (SQLite cannot encode it) and a NUL byte (PostgreSQL will not store it).
     bad = record("refused_bad", provider, account, key, model_requested="gpt-\ud800", error_class="x\x00y",
@@ -152,9 +157,8 @@ def test_a_record_the_database_refuses_does_not_hold_up_the_batch_and_keeps_its_
 
 @pytest.mark.django_db(transaction=True)
 def test_when_the_database_refuses_everything_the_records_wait_for_the_next_batch(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    provider, key = make_provider("p"), make_key("k")
-    account = make_account(provider, "a")
+        one_account: tuple[Provider, Account, ApiKey], monkeypatch: pytest.MonkeyPatch) -> None:
+    provider, account, key = one_account
     writer = writer_without_thread(monkeypatch)
     for i in range(3):
         writer.submit(record(f"req_down_{i}", provider, account, key))
