@@ -41,8 +41,16 @@ class _Malformed(Exception):
 @dataclass(eq=False)  # compared by identity: "is this the open block"
 class _Block:
     index: int  # IR block index
-    delivered: str = ""  # text / arguments emitted so far
+    # Text / arguments emitted so far, in pieces: appending to one string copies it on every
+    # delta, which made a long answer's stream slower the longer it ran.
+    pieces: list[str] = field(default_factory=list)
     closed: bool = False
+
+    @property
+    def delivered(self) -> str:
+        if len(self.pieces) > 1:
+            self.pieces[:] = ["".join(self.pieces)]
+        return self.pieces[0] if self.pieces else ""
 
 
 @dataclass
@@ -188,7 +196,8 @@ class ResponsesStreamDecoder:
 
     def _deliver(self, block: _Block, kind: ir.DeltaKind, text: str, out: list[ir.Event]) -> None:
         self._emit(block, kind, text, out)
-        block.delivered += text
+        if text:
+            block.pieces.append(text)
 
     def _remainder(self, block: _Block, kind: ir.DeltaKind, full: Any, out: list[ir.Event]) -> None:
         """A ``.done`` value: emit what the deltas did not deliver. When it disagrees with
@@ -271,7 +280,7 @@ class ResponsesStreamDecoder:
         index = _int(data, "output_index")
         item = self._expect(index, "reasoning") or self._start_reasoning(index, {"id": data.get("item_id")}, out)
         block = item.parts[0]
-        if item.last_key is not None and key != item.last_key and block.delivered:
+        if item.last_key is not None and key != item.last_key and block.pieces:
             self._deliver(block, "reasoning", _SEPARATOR, out)
         item.last_key = key
         self._deliver(block, "reasoning", _text(data, "delta"), out)
