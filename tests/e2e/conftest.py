@@ -15,8 +15,10 @@ from tests.servers import Server, database_url, start_gateway, start_mock
 CLIENT_KEY = "gw-e2e-key"
 
 
-# Package scope, not session: the gateway stops (flushing its request log) when the e2e tests end,
-# so none of its rows land in the shared database while later packages' tests count theirs.
+# Package scope, not session: each package that uses these (e2e, and dashboard and hardening, which
+# import them) gets its own, stopped when its tests end, flushing the gateway's request log. A
+# session-wide gateway went on committing late rows to the shared database while later packages'
+# tests counted theirs.
 @pytest.fixture(scope="package")
 def mock_upstream() -> Iterator[Server]:
     server = start_mock()

@@ -74,10 +74,14 @@ def test_sigterm_under_load_ends_every_stream_cleanly_and_loses_no_row(mock_upst
             for _ in range(3)]
     jobs += [Job(client, "up-anthropic", JSON_MODEL, False) for client in PROTOCOLS]
     clients = [Client(gateway.url, job, key) for job in jobs]
+    httpx.post(mock_upstream.url + "/_mock/reset")
     try:
         for c in clients:
             c.start()
         assert all(c.started_streaming.wait(15) for c in clients if c.job.stream)
+        # The JSON requests too must be in before the signal: a client thread still connecting
+        # then would rightly be refused, which is not what this test is about.
+        wait_upstream_saw(mock_upstream, JSON_MODEL, sum(not job.stream for job in jobs))
         gateway.proc.send_signal(signal.SIGTERM)
         time.sleep(0.3)
         late = httpx.post(gateway.url + "/v1/messages", content=request_for(jobs[0], key)[2], timeout=10,
@@ -98,6 +102,17 @@ def test_sigterm_under_load_ends_every_stream_cleanly_and_loses_no_row(mock_upst
     rows = RequestLog.objects.filter(client_key_name=name)
     assert rows.count() == len(jobs)
     assert rows.filter(status=200).count() == len(jobs)  # the streams had started: their status was sent
+
+
+def wait_upstream_saw(mock: Server, model: str, count: int, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        recent = httpx.get(mock.url + "/_mock/requests").json()["requests"]
+        seen = sum(isinstance(r.get("body"), dict) and r["body"].get("model") == model for r in recent)
+        if seen >= count:
+            return
+        assert time.monotonic() < deadline, f"the upstream saw {seen} of {count} {model} requests"
+        time.sleep(0.05)
 
 
 def describe(c: Client, finished: bool) -> tuple[bool, str]:
