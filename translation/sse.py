@@ -53,19 +53,8 @@ class SSEParser:
         rest = lines.pop()
         self._pieces = [rest] if rest else []
         out: list[SSEEvent] = []
-        # Blank lines and data lines are nearly every line of a stream: handled inline,
-        # the rest (event, id, comments, unknown fields) by _line.
-        data = self._data
         for line in lines:
-            if not line:
-                if data:
-                    out.append(SSEEvent(data[0] if len(data) == 1 else "\n".join(data), self._event or None, self._id))
-                    data = self._data = []
-                self._event = None
-            elif line[:5] == b"data:":
-                data.append((line[6:] if line[5:6] == b" " else line[5:]).decode("utf-8", "replace"))
-            else:
-                self._line(line, out)
+            self._line(line, out)
         return out
 
     def finish(self) -> list[SSEEvent]:
