@@ -12,13 +12,14 @@ import pytest
 
 from accounts.models import Account, ApiKey, Provider, RequestLog
 from dashboard.models import UsageBucket
+from dashboard.rollup import bucket_of
 from gateway.reqlog import Attempt, LogRecord, LogWriter, _attempts_json
 
 PRICES = {"gpt-5-mini": {"input": 0.25, "output": 2, "cached": 0.025}}
 ONE_REQUEST = Decimal("0.000405")  # 800 × 0.25 + 200 × 0.025 + 100 × 2, per million
 # A bucket no other test's traffic can reach: account 0 is shared by every request that found no account.
 LONG_AGO = dt.datetime(2001, 1, 1, tzinfo=dt.timezone.utc)
-LONG_AGO_BUCKET = int(LONG_AGO.timestamp())
+LONG_AGO_BUCKET = bucket_of(LONG_AGO)
 
 
 def make_provider(name: str) -> Provider:
