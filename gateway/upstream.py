@@ -88,6 +88,19 @@ class UpstreamResponse:
             self._response.close()
 
 
+def _headers(provider: ProviderInfo, secret: str, extra: dict[str, str]) -> dict[str, str]:
+    """A request's headers: ours, the account's credential in the provider's scheme, then the provider's own."""
+
+    headers = {"user-agent": USER_AGENT, **extra}
+    if provider.protocol == "anthropic":
+        headers["x-api-key"] = secret
+        headers["anthropic-version"] = provider.anthropic_version
+    else:
+        headers["authorization"] = f"Bearer {secret}"
+    headers.update(provider.headers)
+    return headers
+
+
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
@@ -121,14 +134,8 @@ class UpstreamClient:
         """The URL and headers of a call to ``target``."""
 
         p = target.provider
-        headers: dict[str, str] = {"content-type": "application/json", "user-agent": USER_AGENT,
-                                   "accept": "application/json, text/event-stream"}
-        if p.protocol == "anthropic":
-            headers["x-api-key"] = target.secret
-            headers["anthropic-version"] = p.anthropic_version
-        else:
-            headers["authorization"] = f"Bearer {target.secret}"
-        headers.update(p.headers)
+        headers = _headers(p, target.secret, {"content-type": "application/json",
+                                              "accept": "application/json, text/event-stream"})
         return p.base_url.rstrip("/") + target.path, headers
 
     async def send(self, target: UpstreamTarget, body: bytes) -> UpstreamResponse:
@@ -145,12 +152,7 @@ class UpstreamClient:
         return UpstreamResponse(response)
 
     async def get_json(self, provider: ProviderInfo, secret: str, path: str) -> Any:
-        headers = {"user-agent": USER_AGENT}
-        if provider.protocol == "anthropic":
-            headers.update({"x-api-key": secret, "anthropic-version": provider.anthropic_version})
-        else:
-            headers["authorization"] = f"Bearer {secret}"
-        headers.update(provider.headers)
+        headers = _headers(provider, secret, {})
         session = self._session(provider.proxy_url)
         async with asyncio.timeout(provider.connect_timeout + 10):
             async with session.get(provider.base_url.rstrip("/") + path, headers=headers, allow_redirects=False,
