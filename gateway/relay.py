@@ -43,9 +43,8 @@ class UpstreamStream:
 
     def _put(self, item: list[ir.Event] | None) -> None:
         self._items.append(item)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        if self._waiter is not None:
+            _wake(self._waiter)
 
     async def _pump(self) -> None:
         parser = SSEParser()
