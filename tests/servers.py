@@ -74,6 +74,20 @@ def start_mock() -> Server:
                   port, {}, "/v1/models")
 
 
+def received(mock: Server) -> list[dict[str, Any]]:
+    """The requests the scripted upstream recorded last (``GET /_mock/requests``), oldest first."""
+
+    requests: list[dict[str, Any]] = httpx.get(mock.url + "/_mock/requests").json()["requests"]
+    return requests
+
+
+def sent_upstream(mock: Server, marker: str) -> list[str]:
+    """Model names of the requests the scripted upstream received whose model contains ``marker``."""
+
+    return [r["body"]["model"] for r in received(mock)
+            if isinstance(r.get("body"), dict) and marker in str(r["body"].get("model", ""))]
+
+
 def start_gateway(db_url: str, extra_env: dict[str, str] | None = None) -> Server:
     port = free_port()
     env = {"DATABASE_URL": db_url, "GATEWAY_CONFIG_TTL": "0", "GATEWAY_POOL_TTL": "0", "GATEWAY_KEEPALIVE_SECONDS": "1",

@@ -14,7 +14,7 @@ import pytest
 
 from tests.e2e import clients
 from tests.e2e.conftest import CLIENT_KEY
-from tests.servers import Server
+from tests.servers import Server, received
 from translation.sse import SSEParser
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -40,9 +40,9 @@ def claude_code_body(model: str) -> dict[str, Any]:
 
 
 def last_upstream_request(mock: Server) -> dict[str, Any]:
-    received = httpx.get(mock.url + "/_mock/requests").json()["requests"]
-    assert received, "the upstream received nothing"
-    return received[-1]
+    requests = received(mock)
+    assert requests, "the upstream received nothing"
+    return requests[-1]
 
 
 def post_stream(gateway: Server, path: str, body: dict[str, Any], headers: dict[str, str]) -> list[Any]:

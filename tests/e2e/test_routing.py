@@ -16,7 +16,7 @@ from accounts.config_file import load
 from accounts.models import RequestLog
 from tests.e2e import clients
 from tests.e2e.conftest import CLIENT_KEY
-from tests.servers import Server
+from tests.servers import Server, sent_upstream
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -61,14 +61,6 @@ def router_config(mock: Server, **extra: Any) -> dict[str, Any]:
         "client_keys": [{"name": "e2e", "key": CLIENT_KEY},
                         {"name": "limited", "key": LIMITED_KEY, "allowed_models": ["gpt-*", "house-model"]}],
     }
-
-
-def sent_upstream(mock: Server, marker: str) -> list[str]:
-    """Model names of the requests the scripted upstream received whose model contains ``marker``."""
-
-    recent = httpx.get(mock.url + "/_mock/requests").json()["requests"]
-    return [r["body"]["model"] for r in recent
-            if isinstance(r.get("body"), dict) and marker in str(r["body"].get("model", ""))]
 
 
 @pytest.mark.parametrize("client_proto", CLIENTS)

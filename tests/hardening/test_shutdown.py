@@ -17,7 +17,7 @@ from accounts.models import RequestLog
 from tests.e2e.conftest import pool_config
 from tests.hardening.envelope import check_error_envelope
 from tests.hardening.soak_load import Job, request_for, terminated
-from tests.servers import Server, database_url, start_gateway
+from tests.servers import Server, database_url, sent_upstream, start_gateway
 from tests.translation.anthropic.sdk_readback import summary_from_stream as anthropic_summary
 from tests.translation.openai_chat.sdk_readback import summary_from_stream as chat_summary
 from tests.translation.responses.sdk_readback import summary_from_stream as responses_summary
@@ -107,8 +107,7 @@ def test_sigterm_under_load_ends_every_stream_cleanly_and_loses_no_row(mock_upst
 def wait_upstream_saw(mock: Server, model: str, count: int, timeout: float = 15) -> None:
     deadline = time.monotonic() + timeout
     while True:
-        recent = httpx.get(mock.url + "/_mock/requests").json()["requests"]
-        seen = sum(isinstance(r.get("body"), dict) and r["body"].get("model") == model for r in recent)
+        seen = len(sent_upstream(mock, model))
         if seen >= count:
             return
         assert time.monotonic() < deadline, f"the upstream saw {seen} of {count} {model} requests"
