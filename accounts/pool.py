@@ -19,17 +19,16 @@ import re
 import threading
 from collections.abc import Iterable
 
+from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
-from asgiref.sync import sync_to_async
-from django.conf import settings
-
 from . import events
 from .localpool import local_pool
-from .pgpick import picker
 from .models import Account, DisableEvent
+from .pgpick import picker
 
 log = logging.getLogger(__name__)
 _SQLITE = settings.DATABASES["default"]["ENGINE"].endswith("sqlite3")

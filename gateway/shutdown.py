@@ -21,10 +21,11 @@ from typing import Any
 
 import orjson
 
+from accounts.pgpick import picker
+
 from . import relay, reqlog
 from .bodylimit import error_body
 from .upstream import upstream
-from accounts.pgpick import picker
 
 log = logging.getLogger(__name__)
 

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
-from aiohttp.payload import BytesPayload
 import certifi
+from aiohttp.payload import BytesPayload
 from django.conf import settings
 from multidict import CIMultiDictProxy
 
