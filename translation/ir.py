@@ -12,7 +12,14 @@ Conventions that every protocol module relies on:
   ``encrypted_content``) is carried in ``ReasoningPart.signature`` and in
   ``BlockDelta(kind="signature")`` so that it survives a round trip through a
   client of the other protocol.
-* Anything a protocol carries that has no slot here is dropped on purpose.
+* A message with role ``system`` sits *inside* the conversation (a client's
+  mid-conversation system/developer message); leading ones go to
+  ``Request.system``.
+* Same-protocol exchanges do not go through the IR at all (the gateway passes
+  them through with a tap). Between protocols, what the target can carry is
+  carried; a part or item the IR cannot express becomes an :class:`OpaquePart`,
+  which every builder of *another* protocol refuses with a 400 naming its type,
+  never drops in silence.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ class FinishReason(str, Enum):
     LENGTH = "length"
     TOOL_CALLS = "tool_calls"
     CONTENT_FILTER = "content_filter"
+    # The model declined (Anthropic stop_reason "refusal"; a Chat/Responses refusal part).
+    REFUSAL = "refusal"
     # Anthropic's pause_turn: a server-side tool loop paused; nothing else has it.
     PAUSE = "pause"
     ERROR = "error"
@@ -60,6 +69,34 @@ class ImagePart:
 
 
 @dataclass
+class DocumentPart:
+    """A file for the model to read: a PDF (``data`` base64 or ``url``) or plain text (``text``).
+
+    Anthropic ``document``, Chat ``file`` part, Responses ``input_file``.
+    """
+
+    data: str | None = None
+    url: str | None = None
+    text: str | None = None
+    media_type: str | None = None  # "application/pdf", "text/plain"
+    filename: str | None = None
+    title: str | None = None
+    file_id: str | None = None  # a provider Files-API id: only meaningful to that provider
+    type: Literal["document"] = "document"
+
+
+@dataclass
+class OpaquePart:
+    """A block or item the IR cannot express, kept so that a builder of another
+    protocol can refuse it by name (``kind``) instead of dropping it."""
+
+    kind: str  # the wire type, e.g. "search_result", "bogus"
+    protocol: str  # where it came from
+    raw: JSON = field(default_factory=dict)
+    type: Literal["opaque"] = "opaque"
+
+
+@dataclass
 class ToolCallPart:
     id: str
     name: str
@@ -70,7 +107,7 @@ class ToolCallPart:
 @dataclass
 class ToolResultPart:
     tool_call_id: str
-    content: list[TextPart | ImagePart]
+    content: list[TextPart | ImagePart | DocumentPart]
     is_error: bool = False
     type: Literal["tool_result"] = "tool_result"
 
@@ -88,12 +125,21 @@ class ReasoningPart:
     type: Literal["reasoning"] = "reasoning"
 
 
-Part = Union[TextPart, ImagePart, ToolCallPart, ToolResultPart, ReasoningPart]
+@dataclass
+class RefusalPart:
+    """An assistant turn the model declined (Chat ``refusal``, Responses ``refusal`` part)."""
+
+    text: str
+    type: Literal["refusal"] = "refusal"
+
+
+Part = Union[TextPart, ImagePart, DocumentPart, ToolCallPart, ToolResultPart, ReasoningPart, RefusalPart,
+             OpaquePart]
 
 
 @dataclass
 class Message:
-    role: Literal["user", "assistant"]
+    role: Literal["user", "assistant", "system"]
     parts: list[Part]
 
 
@@ -124,6 +170,18 @@ class Reasoning:
 
 
 @dataclass
+class ResponseFormat:
+    """Structured output: Chat ``response_format``, Responses ``text.format``,
+    Anthropic ``output_config.format``."""
+
+    type: Literal["text", "json_object", "json_schema"]
+    name: str | None = None
+    schema: JSON | None = None
+    strict: bool | None = None
+    description: str | None = None
+
+
+@dataclass
 class Request:
     model: str
     messages: list[Message]
@@ -139,6 +197,10 @@ class Request:
     user: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     parallel_tool_calls: bool | None = None
+    response_format: ResponseFormat | None = None
+    logprobs: bool = False
+    top_logprobs: int | None = None
+    prompt_cache_key: str | None = None
     # Tools the source protocol had but the IR cannot express (e.g. Responses
     # web_search). Kept only so the gateway can log what was dropped.
     dropped_tools: list[str] = field(default_factory=list)
@@ -154,8 +216,9 @@ class UpstreamCaps:
 
 # ----------------------------------------------------------------- stream events
 
-BlockKind = Literal["text", "reasoning", "tool_call", "server_tool"]
-DeltaKind = Literal["text", "reasoning", "signature", "arguments", "redacted"]
+BlockKind = Literal["text", "reasoning", "tool_call", "server_tool", "refusal"]
+# "citation" and "logprobs" deltas carry their payload in ``BlockDelta.data`` (``text`` is "").
+DeltaKind = Literal["text", "reasoning", "signature", "arguments", "redacted", "refusal", "citation", "logprobs"]
 
 
 @dataclass
@@ -184,6 +247,9 @@ class BlockDelta:
     index: int
     kind: DeltaKind
     text: str
+    # citation: {"type": "url_citation"|..., "url", "title", "cited_text", "start_index", "end_index",
+    #            "raw": the source protocol's own object}; logprobs: {"content": [OpenAI token logprobs]}
+    data: JSON | None = None
     type: Literal["block_delta"] = "block_delta"
 
 
@@ -238,6 +304,7 @@ class Error:
     error_type: str = "api_error"
     status: int = 502
     code: str | None = None
+    param: str | None = None
     type: Literal["error"] = "error"
 
 
@@ -257,6 +324,8 @@ class Block:
     redacted: str | None = None
     raw: JSON | None = None
     raw_protocol: str | None = None
+    citations: list[JSON] = field(default_factory=list)  # BlockDelta(kind="citation").data, in order
+    logprobs: list[JSON] = field(default_factory=list)  # token logprobs, in order
 
 
 @dataclass
