@@ -1,4 +1,10 @@
-"""The dispatch loop: pick an account, call the upstream, classify, retry — one loop for all six paths.
+"""The dispatch loop: pick an account, call the upstream, classify, retry — one loop for all nine paths.
+
+When client and upstream speak the same protocol the exchange is a passthrough:
+the client's body goes up (model replaced), and the upstream's JSON, SSE events
+and error bodies come back as they are (``translation.passthrough`` says what
+the one rewrite is), while a tap — the same decoder — reads usage, finish and
+errors beside them. Otherwise both directions are translated through the IR.
 
 Retrying is possible until the first byte has gone to the client. A streaming
 upstream is therefore read until its first content event before the response
@@ -30,11 +36,14 @@ from accounts import pool
 from accounts.rules import Verdict, classify
 from translation import ir, registry, sse
 from translation.fold import Folder
+from translation.passthrough import model_rewrite
 from translation.protocol import EncodeContext, ProtocolModule
 
 from . import reqlog
+from .clientstream import ClientStream, Encoding, Forwarding
 from .errors import NestingTooDeep, NoAccounts, UpstreamFailed, UpstreamUnavailable
-from .relay import TIMEOUT, UpstreamStream, read_until_content
+from .forwarding import Forwarded
+from .relay import TIMEOUT, Batch, Decoding, Reader, Tapping, UpstreamStream, read_until_content
 from .responses import SSE_HEADERS, raw_json_response
 from .routing import Route
 from .state import KeyInfo
@@ -55,6 +64,7 @@ class Exchange:
     body: dict[str, Any]
     request: ir.Request
     route: Route
+    forwarded: Forwarded = Forwarded()
     started: float = field(default_factory=time.monotonic)
     record: reqlog.LogRecord = field(init=False)
 
@@ -69,6 +79,10 @@ class Exchange:
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)
 
+    @property
+    def passthrough(self) -> bool:
+        return self.route.provider.protocol == self.client.NAME
+
 
 class _Retry(Exception):
     """This attempt failed in a way another account may fix."""
@@ -76,7 +90,7 @@ class _Retry(Exception):
 
 def upstream_body(ex: Exchange, proto: ProtocolModule) -> bytes:
     provider, model = ex.route.provider, ex.route.upstream_model
-    if proto is ex.client:
+    if ex.passthrough:
         # Same protocol: the client's own body, so fields we don't model still reach the upstream.
         body = proto.passthrough_request(ex.body, model, provider.caps)
     else:
@@ -105,8 +119,8 @@ async def dispatch(ex: Exchange, max_attempts: int, keepalive: float) -> HttpRes
         ex.record.attempts.append(attempt)
         t0 = time.monotonic()
         try:
-            return await _attempt(ex, proto, UpstreamTarget(provider, secret, proto.PATH), body,
-                                  attempt, keepalive, secret)
+            return await _attempt(ex, proto, UpstreamTarget(provider, secret, proto.PATH, ex.forwarded),
+                                  body, attempt, keepalive, secret)
         except _Retry:
             last_network_error = attempt.error if attempt.verdict == "network" else None
             continue
@@ -129,15 +143,20 @@ async def _attempt(ex: Exchange, proto: ProtocolModule, target: UpstreamTarget, 
     if response.status_code >= 400:
         raw = await _read_capped(response, provider.first_byte_timeout)
         err = proto.parse_error(response.status_code, raw)
-        await _judge(ex, attempt, err, raw.decode("utf-8", "replace"), secret, response.headers)
+        await _judge(ex, attempt, err, raw.decode("utf-8", "replace"), secret, response.headers,
+                     raw if ex.passthrough else None)
     if ex.request.stream:
         return await _open_stream(ex, proto, response, attempt, keepalive, secret)
     return await _json(ex, proto, response, attempt, secret)
 
 
 async def _judge(ex: Exchange, attempt: reqlog.Attempt, err: ir.Error, text: str, secret: str,
-                 headers: Headers | None = None) -> NoReturn:
-    """Apply the classifier's verdict to a failed attempt: raise _Retry or the client's error."""
+                 headers: Headers | None = None, raw: bytes | None = None) -> NoReturn:
+    """Apply the classifier's verdict to a failed attempt: raise _Retry or the client's error.
+
+    ``raw``: the upstream's error body when the client speaks its protocol; it is then what the
+    client gets (with the account's key taken out), not a re-rendering of it.
+    """
 
     verdict: Verdict = classify(ex.route.provider.rules, err.status, f"{err.message}\n{text}")
     attempt.verdict, attempt.tier = verdict.action, verdict.tier
@@ -151,8 +170,26 @@ async def _judge(ex: Exchange, attempt: reqlog.Attempt, err: ir.Error, text: str
         raise _Retry
     if verdict.action == "retry":
         raise _Retry
-    # Returned to the client unchanged, in the client's envelope, with the upstream's status.
-    raise UpstreamFailed(err.status, pool.redact(err.message, [secret]) or "upstream error", err.error_type)
+    # Returned to the client with the upstream's status: as it came on the same protocol, else in the
+    # client's envelope with the upstream's type, code and param.
+    passed: dict[str, str] = {}
+    if headers is not None and headers.get("retry-after"):
+        passed["Retry-After"] = headers["retry-after"]
+    body = _passable(raw, secret)
+    raise UpstreamFailed(err.status, pool.redact(err.message, [secret]) or "upstream error", err.error_type,
+                         headers=passed, code=err.code, param=err.param, raw=body)
+
+
+def _passable(raw: bytes | None, secret: str) -> bytes | None:
+    """An upstream error body the client may get as it is: JSON, without the account's key."""
+
+    if not raw:
+        return None
+    try:
+        sse.loads(raw)
+    except ValueError:
+        return None  # an HTML page or plain text from a proxy: rendered in the client's envelope instead
+    return raw.replace(secret.encode(), b"[redacted]") if secret else raw
 
 
 def _retry_after(headers: Headers | None) -> dt.datetime | None:
@@ -201,15 +238,20 @@ async def _json(ex: Exchange, proto: ProtocolModule, response: UpstreamResponse,
     finally:
         await response.aclose()
     try:
-        resp = proto.parse_response(sse.loads(raw))
+        obj = sse.loads(raw)
+        resp = proto.parse_response(obj)
     except (ValueError, ir.DecodeError) as exc:
         attempt.verdict, attempt.error = "malformed", pool.redact(str(exc), [secret])
         raise _Retry from exc
     if resp.error is not None:
-        await _judge(ex, attempt, resp.error, "", secret)
+        await _judge(ex, attempt, resp.error, "", secret, None, raw if ex.passthrough else None)
     ex.record.ttfb_ms = ex.elapsed_ms()
-    ctx = EncodeContext(model=ex.request.model, request=ex.request, body=ex.body)
-    out = orjson.dumps(ex.client.render_response(resp, ctx))  # once, for the client and the log
+    if ex.passthrough:
+        rewrite = model_rewrite(ex.route.upstream_model, ex.request.model)
+        out = orjson.dumps(obj) if rewrite is not None and rewrite.in_object(obj) else raw
+    else:
+        ctx = EncodeContext(model=ex.request.model, request=ex.request, body=ex.body)
+        out = orjson.dumps(ex.client.render_response(resp, ctx))  # once, for the client and the log
     _finish_record(ex, 200, resp.usage, resp.finish)
     ex.record.response_body = reqlog.capped(out)
     reqlog.submit(ex.record)
@@ -219,22 +261,31 @@ async def _json(ex: Exchange, proto: ProtocolModule, response: UpstreamResponse,
 async def _open_stream(ex: Exchange, proto: ProtocolModule, response: UpstreamResponse,
                        attempt: reqlog.Attempt, keepalive: float, secret: str) -> HttpResponse:
     provider = ex.route.provider
-    stream = UpstreamStream(response, proto.stream_decoder(), provider.idle_timeout)
+    reader: Reader
+    client: ClientStream
+    if ex.passthrough:
+        tap = proto.stream_tap(model_rewrite(ex.route.upstream_model, ex.request.model), ex.request.model)
+        reader, client = Tapping(tap), Forwarding(tap)
+    else:
+        reader = Decoding(proto.stream_decoder())
+        client = Encoding(ex.client.stream_encoder(EncodeContext(model=ex.request.model, request=ex.request,
+                                                                 body=ex.body)))
+    stream = UpstreamStream(response, reader, provider.idle_timeout)
     try:
         first, why = await read_until_content(stream, keepalive)
     except BaseException:
         stream.close()
         raise
-    if why == "error" and not any(isinstance(e, (ir.BlockStart, ir.BlockDelta)) for e in first):
+    events = [e for batch in first for e in batch.events]
+    if why == "error" and not any(isinstance(e, (ir.BlockStart, ir.BlockDelta)) for e in events):
         stream.close()
-        err = next(e for e in first if isinstance(e, ir.Error))
-        if err.error_type in ("upstream_disconnected", "upstream_timeout", "upstream_truncated",
-                              "malformed_upstream"):
+        err = next(e for e in events if isinstance(e, ir.Error))
+        if err.error_type in ir.TRANSPORT_ERROR_TYPES:
             attempt.verdict, attempt.error = "network", err.message
             raise _Retry
         await _judge(ex, attempt, err, "", secret)
     ex.record.ttfb_ms = ex.elapsed_ms()
-    writer = _StreamWriter(ex, stream, keepalive)
+    writer = _StreamWriter(ex, stream, client, keepalive)
     body = writer.body(first)
     # A body the server never starts iterating (the client left in between) runs no
     # finally: when it is collected, the upstream is still closed and the row still written.
@@ -243,14 +294,13 @@ async def _open_stream(ex: Exchange, proto: ProtocolModule, response: UpstreamRe
 
 
 class _StreamWriter:
-    """Encodes IR events for the client, with keepalives, idle timeout and a clean end."""
+    """Writes the stream for the client, with keepalives, idle timeout and a clean end."""
 
-    def __init__(self, ex: Exchange, stream: UpstreamStream, keepalive: float) -> None:
+    def __init__(self, ex: Exchange, stream: UpstreamStream, client: ClientStream, keepalive: float) -> None:
         self.ex = ex
         self.stream = stream
+        self.client = client
         self.keepalive = keepalive
-        self.encoder = ex.client.stream_encoder(EncodeContext(model=ex.request.model, request=ex.request,
-                                                              body=ex.body))
         self.tap = Folder()
         self.status = 200
         self.error_class = ""
@@ -258,25 +308,33 @@ class _StreamWriter:
         # The streamed body as sent, kept only with body logging on (and only up to twice the cap).
         self.sent: bytearray | None = bytearray() if settings.GATEWAY_LOG_BODIES else None
 
-    def _feed(self, events: list[ir.Event]) -> list[bytes]:
-        out: list[bytes] = []
+    def _note(self, events: list[ir.Event]) -> None:
         for event in events:
             if isinstance(event, (ir.Usage, ir.Finish, ir.Error)):
                 self.tap.feed(event)
-            if isinstance(event, ir.Error):
-                self.error_class = event.error_type
-            out.extend(self.encoder.feed(event))
+                if isinstance(event, ir.Error):
+                    self.error_class = event.error_type
+
+    def _sent(self, out: bytes) -> bytes:
         if self.sent is not None and len(self.sent) < 2 * settings.GATEWAY_LOG_BODY_LIMIT:
-            self.sent += b"".join(out)
+            self.sent += out
         return out
 
-    async def body(self, first: list[ir.Event]) -> AsyncIterator[bytes]:
+    def _feed(self, batch: Batch) -> bytes:
+        self._note(batch.events)
+        return self._sent(self.client.feed(batch))
+
+    def _fail(self, error: ir.Error) -> bytes:
+        self._note([error])
+        return self._sent(self.client.fail(error))
+
+    async def body(self, first: list[Batch]) -> AsyncIterator[bytes]:
         stream = self.stream
         try:
             # What one upstream read brought goes out as one write: each write costs the server a
             # message and a syscall, and these events arrived together anyway.
             # Bytes on the wire now, even before the first token.
-            yield b"".join(self._feed(first)) or sse.comment()
+            yield b"".join([self._feed(batch) for batch in first]) or sse.comment()
             while True:
                 wait = min(self.keepalive, stream.idle_timeout - stream.idle_for())
                 item = await stream.next(wait)
@@ -285,16 +343,15 @@ class _StreamWriter:
                 if item == TIMEOUT:
                     if stream.idle_for() >= stream.idle_timeout:
                         stream.close()
-                        for chunk in self._feed([ir.Error("upstream stalled past its idle timeout",
-                                                          error_type="upstream_timeout", status=504)]):
-                            yield chunk
+                        yield self._fail(ir.Error("upstream stalled past its idle timeout",
+                                                  error_type="upstream_timeout", status=504))
                         break
                     yield sse.comment()
                     continue
-                out = b"".join(self._feed(item))
+                out = self._feed(item)
                 if out:
                     yield out
-            out = b"".join(self.encoder.finish())
+            out = self._sent(self.client.finish())
             if out:
                 yield out
         except asyncio.CancelledError:
@@ -306,8 +363,7 @@ class _StreamWriter:
             log.exception("stream to the client failed")
             self.error_class = "internal_error"
             try:
-                for chunk in self.encoder.feed(ir.Error("The gateway failed while streaming; it has been logged")):
-                    yield chunk
+                yield self.client.fail(ir.Error("The gateway failed while streaming; it has been logged"))
             except Exception:  # noqa: BLE001 - the encoder itself is what failed: just end the body
                 pass
         finally:

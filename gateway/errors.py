@@ -73,10 +73,13 @@ class UpstreamFailed(GatewayError):
     error_type = "upstream_error"
 
     def __init__(self, status: int, message: str, upstream_type: str | None = None,
-                 headers: dict[str, str] | None = None) -> None:
-        super().__init__(message, headers=headers)
+                 headers: dict[str, str] | None = None, code: str | None = None, param: str | None = None,
+                 raw: bytes | None = None) -> None:
+        super().__init__(message, param=param, headers=headers)
         self.upstream_status = status
         self.upstream_type = upstream_type
+        self.code = code
+        self.raw = raw  # the upstream's own JSON error body, for a client of the same protocol
 
     @property
     def http_status(self) -> int:

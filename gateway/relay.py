@@ -1,9 +1,14 @@
-"""Upstream SSE body → IR events, read by a task so the reader never blocks the writer.
+"""Upstream SSE body → batches of IR events (and, passed through, the events' bytes), read by a
+task so the reader never blocks the writer.
 
 The pump task owns the upstream response: cancelling it (client gone, idle
 timeout) closes the upstream connection at once. The consumer waits on a queue
 with a timeout, which is what makes keepalives and idle timeouts possible
 without cancelling a half-read chunk.
+
+What reads the events is the exchange's :class:`Reader`: the protocol's decoder
+when the answer is translated, its tap (``translation.passthrough``) when the
+upstream's events are forwarded as they are.
 """
 
 from __future__ import annotations
@@ -13,11 +18,13 @@ import logging
 import time
 import weakref
 from collections import deque
-from typing import Literal
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
 from translation import ir
+from translation.passthrough import Tap
 from translation.protocol import StreamDecoder
-from translation.sse import SSEParser
+from translation.sse import SSEEvent, SSEParser
 
 from .upstream import NETWORK_ERRORS, UpstreamResponse
 
@@ -27,51 +34,106 @@ TIMEOUT: Literal["timeout"] = "timeout"
 CONTENT_EVENTS = (ir.BlockStart, ir.BlockDelta, ir.Finish)
 
 
-class UpstreamStream:
-    def __init__(self, response: UpstreamResponse, decoder: StreamDecoder, idle_timeout: float) -> None:
-        self._response = response
+@dataclass(slots=True)
+class Batch:
+    """What one upstream read brought: IR events and, when forwarding, the bytes for the client.
+
+    ``local``: made by the gateway (connection lost, gateway stopping), not read from the upstream.
+    """
+
+    events: list[ir.Event]
+    wire: bytes = b""
+    local: bool = False
+
+
+class Reader(Protocol):
+    def read(self, events: list[SSEEvent]) -> Batch: ...
+
+    def end(self, events: list[SSEEvent]) -> Batch: ...
+
+
+class Decoding:
+    """Translated: the decoder's IR events only."""
+
+    __slots__ = ("_decoder",)
+
+    def __init__(self, decoder: StreamDecoder) -> None:
         self._decoder = decoder
+
+    def read(self, events: list[SSEEvent]) -> Batch:
+        out: list[ir.Event] = []
+        for event in events:
+            out.extend(self._decoder.feed(event))
+        return Batch(out)
+
+    def end(self, events: list[SSEEvent]) -> Batch:
+        batch = self.read(events)
+        batch.events.extend(self._decoder.finish())
+        return batch
+
+
+class Tapping:
+    """Passed through: the tap's IR events and the events' own bytes."""
+
+    __slots__ = ("tap",)
+
+    def __init__(self, tap: Tap) -> None:
+        self.tap = tap
+
+    def read(self, events: list[SSEEvent]) -> Batch:
+        out: list[ir.Event] = []
+        wire: list[bytes] = []
+        for event in events:
+            decoded, data = self.tap.feed(event)
+            out.extend(decoded)
+            wire.append(data)
+        return Batch(out, b"".join(wire))
+
+    def end(self, events: list[SSEEvent]) -> Batch:
+        batch = self.read(events)
+        batch.events.extend(self.tap.finish())
+        return batch
+
+
+class UpstreamStream:
+    def __init__(self, response: UpstreamResponse, reader: Reader, idle_timeout: float) -> None:
+        self._response = response
+        self._reader = reader
         self.idle_timeout = idle_timeout
         # A deque and one waiter, not an asyncio.Queue read through wait_for: that made a task and
         # a timer per chunk, a measurable share of a stream's cost.
-        self._items: deque[list[ir.Event] | None] = deque()
+        self._items: deque[Batch | None] = deque()
         self._waiter: asyncio.Future[None] | None = None
         self.last_data = time.monotonic()
         self.ended = False
         self._task = asyncio.create_task(self._pump())
         OPEN.add(self)
 
-    def _put(self, item: list[ir.Event] | None) -> None:
+    def _put(self, item: Batch | None) -> None:
         self._items.append(item)
         if self._waiter is not None:
             _wake(self._waiter)
 
     async def _pump(self) -> None:
         parser = SSEParser()
-        decoder = self._decoder
+        reader = self._reader
         try:
             async for chunk in self._response.aiter_raw():
                 self.last_data = time.monotonic()
-                events: list[ir.Event] = []
-                for sse_event in parser.feed(chunk):
-                    events.extend(decoder.feed(sse_event))
-                if events:
-                    self._put(events)
-            events = []
-            for sse_event in parser.finish():
-                events.extend(decoder.feed(sse_event))
-            events.extend(decoder.finish())
-            self._put(events)
+                batch = reader.read(parser.feed(chunk))
+                if batch.events or batch.wire:
+                    self._put(batch)
+            self._put(reader.end(parser.finish()))
         except NETWORK_ERRORS as exc:
             log.info("upstream stream broke: %s", type(exc).__name__)
-            self._put([ir.Error(f"upstream connection lost ({type(exc).__name__})",
-                                error_type="upstream_disconnected", status=502)])
+            self._put(Batch([ir.Error(f"upstream connection lost ({type(exc).__name__})",
+                                      error_type="upstream_disconnected", status=502)], local=True))
         finally:
             self._put(None)
             await self._response.aclose()
 
-    async def next(self, timeout: float) -> list[ir.Event] | None | Literal["timeout"]:
-        """The next batch of events, None at the end, or TIMEOUT after ``timeout`` seconds of nothing."""
+    async def next(self, timeout: float) -> Batch | None | Literal["timeout"]:
+        """The next batch, None at the end, or TIMEOUT after ``timeout`` seconds of nothing."""
 
         if self.ended:
             return None
@@ -105,7 +167,7 @@ class UpstreamStream:
         (the gateway is stopping); the upstream connection is dropped."""
 
         if not self._task.done():
-            self._put([ir.Error(message, error_type="overloaded_error", status=503)])
+            self._put(Batch([ir.Error(message, error_type="overloaded_error", status=503)], local=True))
             self._task.cancel()
 
 
@@ -118,15 +180,15 @@ def _wake(waiter: asyncio.Future[None]) -> None:
 OPEN: weakref.WeakSet[UpstreamStream] = weakref.WeakSet()
 
 
-async def read_until_content(stream: UpstreamStream, wait: float) -> tuple[list[ir.Event], str]:
-    """Collect events until content shows, an error, the end, or ``wait`` seconds pass.
+async def read_until_content(stream: UpstreamStream, wait: float) -> tuple[list[Batch], str]:
+    """Collect batches until content shows, an error, the end, or ``wait`` seconds pass.
 
-    Returns the events and why it stopped: "content", "error", "end" or "wait".
+    Returns the batches and why it stopped: "content", "error", "end" or "wait".
     Until content has been seen nothing has gone to the client, so an error here
     can still be retried on another account.
     """
 
-    collected: list[ir.Event] = []
+    collected: list[Batch] = []
     deadline = time.monotonic() + wait
     while True:
         remaining = min(deadline - time.monotonic(), stream.idle_timeout - stream.idle_for())
@@ -135,12 +197,12 @@ async def read_until_content(stream: UpstreamStream, wait: float) -> tuple[list[
             return collected, "end"
         if item == TIMEOUT:
             if stream.idle_for() >= stream.idle_timeout:
-                collected.append(ir.Error("upstream sent nothing within its idle timeout",
-                                          error_type="upstream_timeout", status=504))
+                collected.append(Batch([ir.Error("upstream sent nothing within its idle timeout",
+                                                 error_type="upstream_timeout", status=504)], local=True))
                 return collected, "error"
             return collected, "wait"
-        collected.extend(item)
-        if any(isinstance(e, ir.Error) for e in item):
+        collected.append(item)
+        if any(isinstance(e, ir.Error) for e in item.events):
             return collected, "error"
-        if any(isinstance(e, CONTENT_EVENTS) for e in item):
+        if any(isinstance(e, CONTENT_EVENTS) for e in item.events):
             return collected, "content"

@@ -45,6 +45,7 @@ from aiohttp.payload import BytesPayload
 from django.conf import settings
 from multidict import CIMultiDictProxy
 
+from .forwarding import Forwarded, apply_provider_headers
 from .state import ProviderInfo
 
 USER_AGENT = "llm-gateway/0.1"
@@ -59,6 +60,7 @@ class UpstreamTarget:
     provider: ProviderInfo
     secret: str
     path: str
+    forwarded: Forwarded = Forwarded()
 
 
 class UpstreamResponse:
@@ -88,8 +90,10 @@ class UpstreamResponse:
             self._response.close()
 
 
-def _headers(provider: ProviderInfo, secret: str, extra: dict[str, str]) -> dict[str, str]:
-    """A request's headers: ours, the account's credential in the provider's scheme, then the provider's own."""
+def _headers(provider: ProviderInfo, secret: str, extra: dict[str, str],
+             forwarded: Forwarded | None = None) -> dict[str, str]:
+    """A request's headers: ours, the account's credential in the provider's scheme, what the
+    forwarding policy lets through from the client (gateway.forwarding), then the provider's own."""
 
     headers = {"user-agent": USER_AGENT, **extra}
     if provider.protocol == "anthropic":
@@ -97,8 +101,9 @@ def _headers(provider: ProviderInfo, secret: str, extra: dict[str, str]) -> dict
         headers["anthropic-version"] = provider.anthropic_version
     else:
         headers["authorization"] = f"Bearer {secret}"
-    headers.update(provider.headers)
-    return headers
+    if forwarded is not None:
+        headers.update(forwarded.headers)
+    return apply_provider_headers(headers, provider.headers)
 
 
 @functools.cache
@@ -135,8 +140,10 @@ class UpstreamClient:
 
         p = target.provider
         headers = _headers(p, target.secret, {"content-type": "application/json",
-                                              "accept": "application/json, text/event-stream"})
-        return p.base_url.rstrip("/") + target.path, headers
+                                              "accept": "application/json, text/event-stream"},
+                           target.forwarded)
+        url = p.base_url.rstrip("/") + target.path
+        return (url + "?" + target.forwarded.query if target.forwarded.query else url), headers
 
     async def send(self, target: UpstreamTarget, body: bytes) -> UpstreamResponse:
         """POST and wait for the response head (bounded by the provider's connect and first-byte timeouts)."""

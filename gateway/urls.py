@@ -4,6 +4,7 @@ from django.urls import include, path
 from . import views
 
 urlpatterns = [
+    path("", views.root),
     path("v1/chat/completions", views.chat_completions),
     path("v1/messages", views.messages),
     path("v1/messages/count_tokens", views.count_tokens),

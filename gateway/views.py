@@ -9,7 +9,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.views.decorators.csrf import csrf_exempt
 
 from translation import ir, registry, sse
@@ -19,10 +19,11 @@ from translation.protocol import ProtocolModule
 from . import reqlog
 from .auth import authenticate
 from .dispatch import Exchange, dispatch
-from .errors import GatewayError, InvalidRequest, NestingTooDeep, render, status_of
+from .errors import GatewayError, InvalidRequest, NestingTooDeep, UpstreamFailed, render, status_of
+from .forwarding import forwarded
 from .models_list import list_models
 from .ratelimit import limits
-from .responses import json_response
+from .responses import json_response, raw_json_response
 from .routing import check_allowed, resolve
 from .state import KeyInfo, config
 from .tokens import estimate_input_tokens
@@ -59,6 +60,8 @@ def parse_request(proto: ProtocolModule, body: Any) -> ir.Request:
 
 
 def error_response(proto: ProtocolModule, err: GatewayError) -> HttpResponse:
+    if isinstance(err, UpstreamFailed) and err.raw is not None:
+        return raw_json_response(err.raw, status_of(err), err.headers)  # same protocol: as the upstream sent it
     return json_response(render(proto, err), status_of(err), err.headers)
 
 
@@ -85,7 +88,8 @@ async def api_call(request: HttpRequest, proto_name: str, allow_x_api_key: bool)
         ireq = parse_request(proto, body)
         route = resolve(ireq.model, snap)
         check_allowed(key, ireq.model)
-        ex = Exchange(new_id("req_"), proto, key, body, ireq, route)
+        fwd = forwarded(request.headers, request.META.get("QUERY_STRING", ""), proto.NAME, route.provider.protocol)
+        ex = Exchange(new_id("req_"), proto, key, body, ireq, route, fwd)
         ex.record.request_body = reqlog.capped(request.body)
         return await dispatch(ex, settings.GATEWAY_MAX_ATTEMPTS, settings.GATEWAY_KEEPALIVE_SECONDS)
     except GatewayError as err:
@@ -156,6 +160,14 @@ async def models(request: HttpRequest) -> HttpResponse:
         return json_response(await list_models(snap))
     except GatewayError as err:
         return error_response(proto, err)
+
+
+async def root(request: HttpRequest) -> HttpResponse:
+    """``HEAD /`` is Claude Code's connection probe: 200. A person opening ``/`` goes to the dashboard."""
+
+    if request.method == "HEAD":
+        return HttpResponse(status=200)
+    return HttpResponseRedirect("/dashboard/")
 
 
 async def healthz(request: HttpRequest) -> HttpResponse:

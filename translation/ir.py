@@ -338,6 +338,16 @@ class Response:
     error: Error | None = None
 
 
+# Failures the gateway detects in the transport (not errors the upstream reported in its protocol):
+# the stream cannot be trusted past them, and another account may do better.
+TRANSPORT_ERROR_TYPES = frozenset({"upstream_disconnected", "upstream_timeout", "upstream_truncated",
+                                   "malformed_upstream"})
+
+
+def is_transport(event: Event) -> bool:
+    return isinstance(event, Error) and event.error_type in TRANSPORT_ERROR_TYPES
+
+
 class DecodeError(Exception):
     """An upstream body that cannot be understood."""
 

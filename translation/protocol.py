@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import ir
 from .sse import SSEEvent
+
+if TYPE_CHECKING:
+    from .passthrough import ModelRewrite, Tap
 
 
 @dataclass
@@ -65,6 +68,9 @@ class ProtocolModule(Protocol):
     def stream_decoder(self) -> StreamDecoder: ...
 
     def stream_encoder(self, ctx: EncodeContext) -> StreamEncoder: ...
+
+    def stream_tap(self, rewrite: ModelRewrite | None, client_model: str) -> Tap:
+        """Same protocol on both sides: the stream is forwarded, this reads it (translation.passthrough)."""
 
     def render_error(self, status: int, message: str, error_type: str | None = None,
                      param: str | None = None) -> dict[str, Any]: ...

@@ -114,6 +114,18 @@ def encode_text(data: str, event: str | None = None) -> bytes:
     return head + body + b"\n"
 
 
+def frame(event: SSEEvent) -> bytes:
+    """An event parsed by :class:`SSEParser` put back on the wire: same name, id and data
+    (multi-line data as several lines), LF line ends, comments and padding after ``data:`` gone."""
+
+    head = b"" if event.event is None else b"event: " + event.event.encode() + b"\n"
+    if event.id is not None:
+        head += b"id: " + event.id.encode() + b"\n"
+    if "\n" not in event.data:
+        return head + b"data: " + event.data.encode() + b"\n\n"
+    return head + b"".join(b"data: " + line.encode() + b"\n" for line in event.data.split("\n")) + b"\n"
+
+
 def comment(text: str = "keepalive") -> bytes:
     return b": " + text.encode() + b"\n\n"
 

@@ -23,7 +23,7 @@ from aiohttp import web
 from translation import fold, ir, registry
 from translation.protocol import EncodeContext, ProtocolModule, StreamEncoder
 
-from . import scenarios
+from . import replay, scenarios
 from .scenarios import Ending, Fault, JsonMode, Pause, Plan, Raw
 
 RECENT_REQUESTS = 50
@@ -41,6 +41,7 @@ class MockState:
     streams_cancelled: int = 0
     by_key: Counter[str] = field(default_factory=Counter)
     recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RECENT_REQUESTS))
+    replays: dict[str, replay.Replay] = field(default_factory=dict)  # model → the exact answer
 
     def stats(self) -> dict[str, Any]:
         return {"requests": self.requests, "streams_open": self.streams_open,
@@ -52,6 +53,7 @@ class MockState:
         self.requests = self.streams_completed = self.streams_cancelled = 0
         self.by_key.clear()
         self.recent.clear()
+        self.replays.clear()
 
 
 STATE = web.AppKey("mock_state", MockState)
@@ -66,6 +68,7 @@ def make_app() -> web.Application:
     app.router.add_get("/_mock/stats", _stats)
     app.router.add_post("/_mock/reset", _reset)
     app.router.add_get("/_mock/requests", _requests)
+    app.router.add_post("/_mock/replay", _add_replay)
     return app
 
 
@@ -97,6 +100,9 @@ async def _serve(request: web.Request, proto: ProtocolModule) -> web.StreamRespo
     _record(state, request, raw, body, key)
     if key is None:
         return _fault_response(proto, scenarios.MISSING_KEY)
+    scripted = state.replays.get(body.get("model")) if isinstance(body, dict) else None
+    if scripted is not None:
+        return await replay.answer(request, scripted)
     fault = scenarios.fault_for_key(key)
     if fault is not None and not fault.in_stream:
         return _fault_response(proto, fault)
@@ -274,6 +280,12 @@ async def _stats(request: web.Request) -> web.Response:
 async def _reset(request: web.Request) -> web.Response:
     request.app[STATE].reset()
     return _json(200, request.app[STATE].stats())
+
+
+async def _add_replay(request: web.Request) -> web.Response:
+    model, scripted = replay.parse(await request.json())
+    request.app[STATE].replays[model] = scripted
+    return _json(200, {"model": model})
 
 
 async def _requests(request: web.Request) -> web.Response:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..passthrough import ModelRewrite
 from ..protocol import EncodeContext
 from .build import build_request, passthrough_request
 from .decode import ResponsesStreamDecoder
@@ -9,6 +10,7 @@ from .encode import ResponsesStreamEncoder
 from .errors import parse_error, render_error
 from .request import parse_request
 from .response import parse_response, render_response
+from .tap import ResponsesTap
 
 NAME = "responses"
 PATH = "/responses"
@@ -22,7 +24,11 @@ def stream_encoder(ctx: EncodeContext) -> ResponsesStreamEncoder:
     return ResponsesStreamEncoder(ctx)
 
 
+
+def stream_tap(rewrite: ModelRewrite | None, client_model: str) -> ResponsesTap:
+    return ResponsesTap(rewrite, client_model)
+
 __all__ = [
     "NAME", "PATH", "parse_request", "build_request", "passthrough_request", "parse_response",
-    "render_response", "stream_decoder", "stream_encoder", "render_error", "parse_error",
+    "render_response", "stream_decoder", "stream_encoder", "stream_tap", "render_error", "parse_error",
 ]

@@ -1,0 +1,83 @@
+"""What of the client's request, besides its body, reaches the upstream: the one forwarding policy.
+
+Headers are forwarded by name from an allow-list, so a client's credentials
+(``Authorization``, ``x-api-key``), cookies and hop-by-hop headers never travel:
+
+========================  ====================  ===========================================
+client header             upstream protocols    when
+========================  ====================  ===========================================
+``anthropic-beta``        anthropic             same protocol: unchanged. Translated: the
+                                                betas the built body relies on instead (a
+                                                beta the client named is interpreted by the
+                                                translation, not forwarded)
+``anthropic-version``     anthropic             when the client sends one; else the
+                                                provider's ``anthropic_version``
+``openai-beta``           openai_chat,          always
+                          responses
+========================  ====================  ===========================================
+
+Query parameters: ``beta`` (Claude Code posts to ``/v1/messages?beta=true``) to an
+Anthropic upstream on the same protocol; no other.
+
+A provider's own ``headers`` are applied last: they add or override any of these
+(and the credential), and an empty value drops the header.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl, urlencode
+
+
+@dataclass(frozen=True)
+class _Rule:
+    upstreams: frozenset[str]
+    same_protocol_only: bool = False
+
+
+HEADERS: dict[str, _Rule] = {
+    "anthropic-beta": _Rule(frozenset({"anthropic"}), same_protocol_only=True),
+    "anthropic-version": _Rule(frozenset({"anthropic"})),
+    "openai-beta": _Rule(frozenset({"openai_chat", "responses"})),
+}
+QUERY: dict[str, _Rule] = {
+    "beta": _Rule(frozenset({"anthropic"}), same_protocol_only=True),
+}
+
+
+@dataclass(frozen=True)
+class Forwarded:
+    headers: dict[str, str] = field(default_factory=dict)
+    query: str = ""  # without the "?"
+
+
+def forwarded(client_headers: Mapping[str, str], query: str, client: str, upstream: str,
+              required_betas: Iterable[str] = ()) -> Forwarded:
+    """``client_headers`` are the request's (any case); ``required_betas`` are those a
+    translated Anthropic body relies on."""
+
+    same = client == upstream
+    headers: dict[str, str] = {}
+    for name, rule in HEADERS.items():
+        if upstream in rule.upstreams and (same or not rule.same_protocol_only):
+            value = client_headers.get(name)
+            if value:
+                headers[name] = value
+    betas = list(dict.fromkeys(required_betas))
+    if betas and upstream == "anthropic" and not same:
+        headers["anthropic-beta"] = ",".join(betas)
+    params = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True)
+              if k in QUERY and upstream in QUERY[k].upstreams and (same or not QUERY[k].same_protocol_only)]
+    return Forwarded(headers, urlencode(params))
+
+
+def apply_provider_headers(headers: dict[str, str], provider_headers: Mapping[str, str]) -> dict[str, str]:
+    """The provider's headers over ``headers`` (names compared without case); an empty value drops one."""
+
+    if not provider_headers:
+        return headers
+    overridden = {name.lower() for name in provider_headers}
+    out = {k: v for k, v in headers.items() if k.lower() not in overridden}
+    out.update((k, v) for k, v in provider_headers.items() if v != "")
+    return out

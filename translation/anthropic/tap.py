@@ -1,0 +1,83 @@
+"""Messages passthrough: the wire state needed to end a stream the upstream broke.
+
+Open blocks are tracked by the upstream's own indexes (only block start/stop
+events are read for it); the ending mirrors the translated one: each open block
+stopped, an ``error`` event, ``message_stop``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .. import ids, ir, sse
+from ..passthrough import ModelRewrite, Tap
+from ..sse import SSEEvent
+from . import errors
+from .decode import AnthropicStreamDecoder
+
+_TYPE = re.compile(r'"type"\s*:\s*"([a-z_]+)"')
+
+
+class AnthropicTap(Tap):
+    def __init__(self, rewrite: ModelRewrite | None, client_model: str) -> None:
+        super().__init__(AnthropicStreamDecoder(), rewrite)
+        self._client_model = client_model
+        self._started = False
+        self._stopped = False
+        self._open: set[int] = set()
+
+    def _forward(self, event: SSEEvent) -> bytes:
+        name = event.event or _type_of(event.data)
+        data = event.data
+        match name:
+            case "content_block_start" | "content_block_stop":
+                index = _index(data)
+                if index is not None:
+                    if name == "content_block_start":
+                        self._open.add(index)
+                    else:
+                        self._open.discard(index)
+            case "message_start":
+                self._started = True
+                self._open.clear()
+                if self.rewrite is not None:
+                    data = self.rewrite.in_text(data)
+                    return sse.frame(SSEEvent(data, event.event, event.id))
+            case "message_stop":
+                self._stopped = True
+        return sse.frame(event)
+
+    def _terminated(self) -> bool:
+        return self._stopped
+
+    def _terminator(self) -> bytes:
+        self._stopped = True
+        return sse.encode("message_stop", {"type": "message_stop"})
+
+    def _error_ending(self, error: ir.Error) -> bytes:
+        out: list[bytes] = []
+        if not self._started:
+            out.append(sse.encode("message_start", {"type": "message_start", "message": {
+                "id": ids.new_id("msg_"), "type": "message", "role": "assistant", "content": [],
+                "model": self._client_model, "stop_reason": None, "stop_sequence": None,
+                "usage": {"input_tokens": 0, "output_tokens": 0}}}))
+        for index in sorted(self._open):
+            out.append(sse.encode("content_block_stop", {"type": "content_block_stop", "index": index}))
+        self._open.clear()
+        out.append(sse.encode("error", {"type": "error", "error": {
+            "type": errors.anthropic_type(error.status, error.error_type), "message": error.message}}))
+        out.append(self._terminator())
+        return b"".join(out)
+
+
+def _type_of(data: str) -> str | None:
+    match = _TYPE.search(data)
+    return match.group(1) if match else None
+
+
+def _index(data: str) -> int | None:
+    try:
+        index = sse.loads(data).get("index")
+    except (ValueError, AttributeError):
+        return None
+    return index if isinstance(index, int) else None

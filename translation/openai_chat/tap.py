@@ -1,0 +1,72 @@
+"""Chat Completions passthrough: the wire state needed to end a stream the upstream broke.
+
+The first chunk is kept (as text, read only if an ending is needed) so that an
+error chunk carries the stream's own ``id`` and ``created``; the ending mirrors
+the translated one: a chunk with ``finish_reason: "error"`` and an ``error``
+object, then ``data: [DONE]``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from .. import ids, ir, sse
+from ..passthrough import ModelRewrite, Tap
+from ..sse import SSEEvent
+from .decode import ChatStreamDecoder
+
+# Some OpenAI-compatible servers label stream chunks as whole completions; the SDKs skip any chunk
+# not labelled "chat.completion.chunk" (that is how they drop Azure's filter events), so such a
+# stream would reach the client as nothing at all.
+_WHOLE_COMPLETION = re.compile(r'("object"\s*:\s*)"chat\.completion"')
+
+
+class ChatTap(Tap):
+    def __init__(self, rewrite: ModelRewrite | None, client_model: str) -> None:
+        super().__init__(ChatStreamDecoder(), rewrite)
+        self._client_model = client_model
+        self._first: str | None = None
+        self._done = False
+
+    def _forward(self, event: SSEEvent) -> bytes:
+        data = event.data
+        if data.strip() == "[DONE]":
+            self._done = True
+            return sse.frame(event)
+        if self._first is None:
+            self._first = data
+        rewritten = _WHOLE_COMPLETION.sub(r'\1"chat.completion.chunk"', data, count=1)
+        if self.rewrite is not None:
+            rewritten = self.rewrite.in_text(rewritten)
+        return sse.frame(event if rewritten == data else SSEEvent(rewritten, event.event, event.id))
+
+    def _terminated(self) -> bool:
+        return self._done
+
+    def _terminator(self) -> bytes:
+        self._done = True
+        return sse.DONE
+
+    def _error_ending(self, error: ir.Error) -> bytes:
+        first = _object(self._first)
+        chunk: dict[str, Any] = {
+            "id": first.get("id") or ids.new_id("chatcmpl-"),
+            "object": "chat.completion.chunk",
+            "created": first.get("created") or int(time.time()),
+            "model": self._client_model,
+            "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "error"}],
+            "error": {"message": error.message, "type": error.error_type, "param": error.param, "code": error.code},
+        }
+        return sse.encode(None, chunk) + self._terminator()
+
+
+def _object(data: str | None) -> dict[str, Any]:
+    if data is None:
+        return {}
+    try:
+        obj = sse.loads(data)
+    except ValueError:
+        return {}
+    return obj if isinstance(obj, dict) else {}

@@ -1,0 +1,118 @@
+"""Same protocol on both sides: the upstream's events reach the client as they came, a tap reads them.
+
+The tap is the protocol's own stream decoder (usage, finish and errors for the
+request log, billing and the retry decision) plus the little wire state that
+protocol needs to end a stream the upstream broke: what is open, and whether its
+terminator was seen. Events are forwarded whole, in order, with their names and
+data unchanged (re-framed with LF line ends; upstream comments are not
+forwarded, the gateway sends its own keepalives). An event the decoder cannot
+read is not forwarded: the stream ends there, in the protocol, exactly as a
+translated stream would.
+
+The one rewrite, the same in JSON bodies and streams: where the protocol reports
+the response's model (Chat: every chunk's ``model``; Messages: ``message_start``'s
+``message.model``; Responses: the ``response`` object of its lifecycle events),
+the model name the gateway sent is replaced by the name the client asked for
+(only when the two differ: an alias or a ``provider/model`` name routed it). A
+name the upstream reports that the gateway did not send (a dated snapshot of
+it, say) is left as reported. Ids and everything else are the upstream's. (One repair beside it, for upstreams that break the protocol: Chat
+stream chunks labelled ``chat.completion`` are relabelled ``chat.completion.chunk``,
+see ``openai_chat/tap.py``.)
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from typing import Any
+
+from . import ir, sse
+from .encoder_base import NO_FINISH
+from .protocol import StreamDecoder
+from .sse import SSEEvent
+
+
+class ModelRewrite:
+    """The upstream's model name → the client's, in a JSON object or an event's data."""
+
+    def __init__(self, upstream: str, client: str) -> None:
+        self.upstream = upstream
+        self.client = client
+        # First occurrence only, and only as a JSON string value of a "model" key: quotes inside
+        # JSON strings are escaped, so this cannot match inside text, arguments or ids.
+        self._pattern = re.compile(r'("model"\s*:\s*)"' + re.escape(sse.dumps(upstream)[1:-1]) + '"')
+        self._replacement = sse.dumps(client).replace("\\", "\\\\")
+
+    def in_text(self, data: str) -> str:
+        return self._pattern.sub(r"\1" + self._replacement, data, count=1)
+
+    def in_object(self, obj: Any) -> bool:
+        """Rewrite ``obj["model"]`` in place; whether it was the upstream's name (and so changed)."""
+
+        if isinstance(obj, dict) and obj.get("model") == self.upstream:
+            obj["model"] = self.client
+            return True
+        return False
+
+
+def model_rewrite(upstream: str, client: str) -> ModelRewrite | None:
+    return ModelRewrite(upstream, client) if upstream != client else None
+
+
+class Tap(ABC):
+    """``feed(event) -> (IR events, bytes to forward)``; ``ending(error)`` closes a broken stream."""
+
+    def __init__(self, decoder: StreamDecoder, rewrite: ModelRewrite | None) -> None:
+        self.decoder = decoder
+        self.rewrite = rewrite
+        self.broken = False  # an unreadable event was met: nothing after it is forwarded
+        self.finished = False  # the upstream reported how the response finished (IR Finish)
+        self.reported_error: ir.Error | None = None  # one the upstream reported in its protocol (forwarded)
+
+    def feed(self, event: SSEEvent) -> tuple[list[ir.Event], bytes]:
+        events = self.decoder.feed(event)
+        if self.broken or not self._note(events):
+            return events, b""
+        return events, self._forward(event)
+
+    def finish(self) -> list[ir.Event]:
+        events = self.decoder.finish()  # a decoder may hold the finish back until the end (usage after it)
+        self._note(events)
+        return events
+
+    def _note(self, events: list[ir.Event]) -> bool:
+        """Record what ``events`` say of the stream; False when they say it broke."""
+
+        for e in events:
+            if isinstance(e, ir.Finish):
+                self.finished = True
+            elif isinstance(e, ir.Error):
+                if e.error_type in ir.TRANSPORT_ERROR_TYPES:
+                    self.broken = True
+                    return False
+                self.reported_error = e
+        return True
+
+    def ending(self, error: ir.Error | None) -> bytes:
+        """What the client still needs for a correct end: nothing when the upstream's own
+        terminator went out; the terminator alone when the response had finished; else the
+        protocol's error ending for ``error`` (a truncation when there is none)."""
+
+        if self._terminated():
+            return b""
+        if error is None and (self.finished or self.reported_error is not None):
+            return self._terminator()
+        return self._error_ending(error or ir.Error(message=NO_FINISH, error_type="upstream_truncated"))
+
+    @abstractmethod
+    def _forward(self, event: SSEEvent) -> bytes:
+        """Note what the event changes in the stream's state; its bytes for the client."""
+
+    @abstractmethod
+    def _terminated(self) -> bool: ...
+
+    @abstractmethod
+    def _terminator(self) -> bytes: ...
+
+    @abstractmethod
+    def _error_ending(self, error: ir.Error) -> bytes: ...

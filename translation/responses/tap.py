@@ -1,0 +1,84 @@
+"""Responses passthrough: the wire state needed to end a stream the upstream broke.
+
+The ``response`` object of the lifecycle events is kept (those few events are
+read whole; deltas are not), and the last event's text, so that the ending is a
+``response.failed`` for the upstream's own response id with the next
+``sequence_number`` — what the SDKs expect after an ``error`` event too.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from .. import ids, ir, sse
+from ..passthrough import ModelRewrite, Tap
+from ..sse import SSEEvent
+from .decode import ResponsesStreamDecoder
+from .errors import response_error
+
+_TYPE = re.compile(r'"type"\s*:\s*"([a-z_.]+)"')
+_LIFECYCLE = frozenset({"response.created", "response.in_progress", "response.queued", "response.completed",
+                        "response.incomplete", "response.failed"})
+_TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+class ResponsesTap(Tap):
+    def __init__(self, rewrite: ModelRewrite | None, client_model: str) -> None:
+        super().__init__(ResponsesStreamDecoder(), rewrite)
+        self._client_model = client_model
+        self._response: dict[str, Any] | None = None
+        self._last: str | None = None
+        self._terminal = False
+
+    def _forward(self, event: SSEEvent) -> bytes:
+        self._last = event.data
+        name = event.event or _type_of(event.data)
+        if name not in _LIFECYCLE:
+            return sse.frame(event)
+        self._terminal = self._terminal or name in _TERMINAL
+        obj = _object(event.data)
+        response = obj.get("response")
+        if not isinstance(response, dict):
+            return sse.frame(event)
+        self._response = response
+        if self.rewrite is None or not self.rewrite.in_object(response):
+            return sse.frame(event)
+        return sse.frame(SSEEvent(sse.dumps(obj), event.event, event.id))
+
+    def _terminated(self) -> bool:
+        return self._terminal
+
+    def _terminator(self) -> bytes:
+        # Finished without its terminal event, or an `error` event with nothing after it.
+        return self._error_ending(self.reported_error or ir.Error("upstream stream ended before completion",
+                                                          error_type="upstream_truncated"))
+
+    def _error_ending(self, error: ir.Error) -> bytes:
+        self._terminal = True
+        last = _object(self._last).get("sequence_number")
+        response = dict(self._response or {
+            "id": ids.new_id("resp_"), "object": "response", "created_at": int(time.time()),
+            "model": self._client_model, "output": [],
+        })
+        response.update(status="failed", error=response_error(error))
+        return sse.encode("response.failed", {
+            "type": "response.failed", "sequence_number": last + 1 if isinstance(last, int) else 0,
+            "response": response,
+        })
+
+
+def _type_of(data: str) -> str | None:
+    match = _TYPE.search(data)
+    return match.group(1) if match else None
+
+
+def _object(data: str | None) -> dict[str, Any]:
+    if data is None:
+        return {}
+    try:
+        obj = sse.loads(data)
+    except ValueError:
+        return {}
+    return obj if isinstance(obj, dict) else {}
