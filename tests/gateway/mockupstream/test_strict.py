@@ -15,7 +15,7 @@ CAPTURE = Path(__file__).resolve().parents[2] / "fixtures" / "clients" / "claude
 BASE = {"model": "mock-text", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
 
 # Each beta-only field Claude Code 2.1.197 sends, with the beta that unlocks it and the path the error names.
-GATED = [
+GATED: list[tuple[dict[str, Any], str, str]] = [
     ({"context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}},
      "context-management-2025-06-27", "context_management"),
     ({"output_config": {"effort": "high"}}, "effort-2025-11-24", "output_config.effort"),
