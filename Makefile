@@ -3,6 +3,8 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The real agent clients (Claude Code, Codex CLI) that tests/clients drives; npm ci once per lock change.
+NODE_STAMP := node_modules/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 MOCK_PORT ?= 9300
@@ -16,7 +18,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP)
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $(NODE_STAMP)
+
+install: $(STAMP) $(NODE_STAMP)
 
 migrate: $(STAMP)
 	$(BIN)/python manage.py migrate --noinput
@@ -34,7 +40,7 @@ run: migrate
 	echo ""; \
 	$(BIN)/python -m gateway.serve --host $(HOST) --port $(PORT)
 
-test: $(STAMP)
+test: $(STAMP) $(NODE_STAMP)
 	bash tests/browser/ensure_chromium.sh || echo "chromium could not be installed: the browser test will be skipped"
 	$(BIN)/python -m pytest tests
 	$(BIN)/mypy translation
@@ -48,4 +54,4 @@ soak: $(STAMP)
 	$(BIN)/python -m tests.hardening.soak $(SOAK_ARGS)
 
 clean:
-	rm -rf $(VENV) db.sqlite3 staticfiles .mockupstream.pid
+	rm -rf $(VENV) node_modules db.sqlite3 staticfiles .mockupstream.pid

@@ -41,6 +41,14 @@ model                      answer
                            No tools in the request: plain text
 ``mock-parallel``          two calls (first and second tool, or the first twice),
                            distinct ids; same tool-result rule
+``mock-shell``             for agent clients: one call to the request's shell tool
+                           (``Bash``/``command``, ``exec_command``/``cmd``,
+                           ``shell``/``command`` as argv) running the first
+                           backtick-quoted text or ``echo …`` of the last user
+                           prompt (default ``echo acc-tool-ok``, see
+                           ``shell.py``), finish tool_calls. When the last user
+                           message holds tool results: text "The command printed:
+                           <their text>", finish stop. No shell tool: plain text
 ``mock-reasoning``         reasoning "Let me think about this." in deltas with
                            signature ``sig-<hex>``, then the plain text; usage
                            reasoning_tokens = reasoning deltas
@@ -82,6 +90,8 @@ from typing import Any, Union
 from translation import ir, sse
 from translation.ids import new_id
 
+from . import shell
+
 HELLO = "Hello! This is the mock upstream."
 THINKING = "Let me think about this."
 FILLER = "The quick brown fox jumps over the lazy dog and keeps on running."
@@ -89,7 +99,7 @@ STALL_SECONDS = 120.0
 MALFORMED_LINE = b"data: {not json\n\n"
 
 MODELS = [
-    "mock-text", "mock-tool", "mock-parallel", "mock-reasoning", "mock-long", "mock-slow",
+    "mock-text", "mock-tool", "mock-parallel", "mock-shell", "mock-reasoning", "mock-long", "mock-slow",
     "mock-delay-1000", "mock-nonstandard", "mock-disconnect", "mock-truncated", "mock-stall",
     "mock-malformed",
 ]
@@ -204,6 +214,8 @@ def plan(req: ir.Request, protocol: str) -> Plan:
     match model:
         case "mock-tool" | "mock-parallel" if req.tools:
             return _tool_plan(req, head, parallel=model == "mock-parallel")
+        case "mock-shell" if (tool := shell.shell_tool(req)) is not None:
+            return _shell_plan(req, head, tool)
         case "mock-reasoning":
             return _simple(model, head + _reasoning_answer(req))
         case "mock-long":
@@ -304,6 +316,17 @@ def _tool_plan(req: ir.Request, head: list[ir.Event], parallel: bool) -> Plan:
         events += [ir.BlockDelta(index, "arguments", frag) for frag in args]
         events.append(ir.BlockStop(index))
     events += _tail(req, fragments, ir.FinishReason.TOOL_CALLS)
+    return _simple(req.model, events)
+
+
+def _shell_plan(req: ir.Request, head: list[ir.Event], tool: shell.ShellTool) -> Plan:
+    results = _last_tool_results(req)
+    if results is not None:
+        return _simple(req.model, head + _text_answer(req, _pieces("The command printed: " + results)))
+    args = _fragments(sse.dumps(tool.arguments(shell.marker_command(req))))
+    events: list[ir.Event] = [*head, ir.BlockStart(0, "tool_call", id=new_id("call_"), name=tool.name)]
+    events += [ir.BlockDelta(0, "arguments", frag) for frag in args]
+    events += [ir.BlockStop(0), *_tail(req, len(args), ir.FinishReason.TOOL_CALLS)]
     return _simple(req.model, events)
 
 

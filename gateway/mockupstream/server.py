@@ -5,7 +5,11 @@ the protocol's real encoder and writes every SSE event on its own.
 
 Endpoints: ``POST /v1`` + each protocol's PATH (``/v1/chat/completions``,
 ``/v1/messages`` (``?beta=true`` too), ``/v1/responses``), ``GET /v1/models``,
-and for tests ``GET /_mock/stats``, ``POST /_mock/reset``, ``GET /_mock/requests``.
+and for tests ``GET /_mock/stats``, ``POST /_mock/reset``, ``GET /_mock/requests`` (each
+recorded request with its headers, lower-cased, credentials left out).
+
+The Anthropic endpoint is as strict as the real API about beta-only fields
+(:mod:`.strict`): a field whose beta the ``anthropic-beta`` header does not name is a 400.
 """
 
 from __future__ import annotations
@@ -23,12 +27,13 @@ from aiohttp import web
 from translation import fold, ir, registry
 from translation.protocol import EncodeContext, ProtocolModule, StreamEncoder
 
-from . import replay, scenarios
+from . import replay, scenarios, strict
 from .scenarios import Ending, Fault, JsonMode, Pause, Plan, Raw
 
 RECENT_REQUESTS = 50
 MODELS_CREATED = 1_700_000_000
 _INVALID = object()  # a body that is not JSON
+CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key", "proxy-authorization", "cookie"})
 
 
 @dataclass
@@ -109,6 +114,10 @@ async def _serve(request: web.Request, proto: ProtocolModule) -> web.StreamRespo
     if body is _INVALID:
         return _json(400, proto.render_error(400, "Could not parse the request body as JSON.",
                                              "invalid_request_error"))
+    if proto.NAME == "anthropic":
+        refused = strict.refusal(body, request.headers.getall("anthropic-beta", []))
+        if refused is not None:
+            return _json(400, proto.render_error(400, refused, "invalid_request_error"))
     try:
         req = proto.parse_request(body)
     except ir.InvalidRequest as exc:
@@ -223,8 +232,20 @@ def _record(state: MockState, request: web.Request, raw: bytes, body: Any,
         state.by_key["..." + suffix] += 1
     state.recent.append({
         "path": request.path, "query": request.query_string, "key_suffix": suffix,
+        "headers": _recorded_headers(request),
         "body": raw.decode("utf-8", "replace") if body is _INVALID else body,
     })
+
+
+def _recorded_headers(request: web.Request) -> dict[str, str]:
+    """Lower-cased names, repeated headers joined with ", " (as HTTP reads them), no credentials."""
+
+    headers: dict[str, str] = {}
+    for name, value in request.headers.items():
+        name = name.lower()
+        if name not in CREDENTIAL_HEADERS:
+            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    return headers
 
 
 def _fault_response(proto: ProtocolModule, fault: Fault) -> web.Response:

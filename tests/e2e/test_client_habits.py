@@ -56,7 +56,9 @@ def post_stream(gateway: Server, path: str, body: dict[str, Any], headers: dict[
 
 
 CLAUDE_CODE_HEADERS = {"x-api-key": CLIENT_KEY, "anthropic-version": "2023-06-01",
-                       "anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27",
+                       # Names the beta of every beta-only field of claude_code_body (the upstream checks, as the real API does).
+                       "anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,"
+                                         "effort-2025-11-24",
                        "user-agent": "claude-cli/2.1.0 (external, cli)"}
 
 

@@ -248,8 +248,22 @@ def test_recorded_requests_keep_the_body_and_only_the_key_suffix(http: httpx.Cli
     page = http.get("/_mock/requests")
     assert KEY not in page.text
     *_, first, second = page.json()["requests"]
-    assert first == {"path": "/v1/messages", "query": "beta=true", "key_suffix": KEY[-4:], "body": sent}
+    assert {k: v for k, v in first.items() if k != "headers"} == {
+        "path": "/v1/messages", "query": "beta=true", "key_suffix": KEY[-4:], "body": sent}
     assert second["body"] == "{oops" and second["key_suffix"] == KEY[-4:]
+
+
+def test_recorded_requests_keep_the_headers_lower_cased_without_credentials(http: httpx.Client) -> None:
+    http.post("/v1/chat/completions", json=body("/v1/chat/completions", "mock-text", stream=False),
+              headers=[("Authorization", f"Bearer {KEY}"), ("X-Api-Key", KEY), ("Cookie", "session=s3cret"),
+                       ("Anthropic-Beta", "a-2025"), ("anthropic-beta", "b-2026"), ("X-Trace-Id", "t-1")])
+    page = http.get("/_mock/requests")
+    assert KEY not in page.text and "s3cret" not in page.text
+    headers = page.json()["requests"][-1]["headers"]
+    assert headers["anthropic-beta"] == "a-2025, b-2026"
+    assert headers["x-trace-id"] == "t-1"
+    assert headers["content-type"] == "application/json"
+    assert not {"authorization", "x-api-key", "cookie"} & set(headers)
 
 
 def test_recorded_requests_keep_only_the_last_50(http: httpx.Client) -> None:

@@ -1,0 +1,147 @@
+"""The real agent clients (``package.json``: Claude Code, Codex CLI) run headless against a gateway.
+
+Each run is sealed off from the machine it runs on: an empty working directory, a HOME
+and config directory of its own, an environment built from scratch (nothing of the
+user's keys, settings or proxies leaks in), telemetry, update checks and other
+non-essential traffic off, and an HTTP(S) proxy that goes nowhere so that anything but
+loopback (which ``NO_PROXY`` exempts) fails at once instead of reaching the internet.
+Client retries are off: a retry would hide the failure the test is there to see.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.servers import ROOT
+
+BIN = ROOT / "node_modules" / ".bin"
+RUN_SECONDS = 90
+# The discard port: nothing listens there, so a request through this proxy fails at once.
+NOWHERE = "http://127.0.0.1:9"
+
+
+@dataclass
+class Run:
+    command: list[str]
+    returncode: int | None  # None: killed after RUN_SECONDS
+    stdout: str
+    stderr: str
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """The JSON lines of stdout (both clients print one event per line)."""
+
+        out = []
+        for line in self.stdout.splitlines():
+            if line.startswith("{"):
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError:
+                    pass  # the transcript is in every failure message anyway
+        return out
+
+    def transcript(self) -> str:
+        status = f"killed after {RUN_SECONDS}s" if self.returncode is None else f"exit {self.returncode}"
+        return (f"\n$ {' '.join(self.command)}\n[{status}]\n--- stdout ---\n{self.stdout[-12000:]}"
+                f"\n--- stderr ---\n{self.stderr[-6000:]}")
+
+
+def executable(name: str) -> str:
+    path = BIN / name
+    if not path.exists():
+        raise AssertionError(f"{path} is missing: `make test` installs the clients (npm ci from package-lock.json)")
+    return str(path)
+
+
+def sealed_env(home: Path, **extra: str) -> dict[str, str]:
+    node = shutil.which("node")  # Codex's launcher is a node script
+    path = os.pathsep.join(dict.fromkeys([*([str(Path(node).parent)] if node else []), "/usr/bin", "/bin"]))
+    return {
+        "PATH": path, "HOME": str(home), "TMPDIR": str(home), "LANG": "C.UTF-8", "TERM": "dumb",
+        "NO_COLOR": "1", "HTTP_PROXY": NOWHERE, "HTTPS_PROXY": NOWHERE, "ALL_PROXY": NOWHERE,
+        "http_proxy": NOWHERE, "https_proxy": NOWHERE, "all_proxy": NOWHERE,
+        "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost", **extra,
+    }
+
+
+def run(command: list[str], cwd: Path, env: dict[str, str]) -> Run:
+    """Run to the end or for RUN_SECONDS at most; a client's helper processes go down with it."""
+
+    proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=RUN_SECONDS)
+        code: int | None = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        code = None
+    return Run(command, code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+
+
+def dirs(tmp: Path) -> tuple[Path, Path]:
+    home, work = tmp / "home", tmp / "work"
+    home.mkdir()
+    work.mkdir()
+    return home, work
+
+
+# ------------------------------------------------------------------ Claude Code
+
+
+def claude_code(gateway_url: str, key: str, model: str, prompt: str, tmp: Path) -> Run:
+    """``claude -p`` with the gateway as its Anthropic API; Bash allowed, every model name routed to ``model``."""
+
+    home, work = dirs(tmp)
+    env = sealed_env(
+        home, CLAUDE_CONFIG_DIR=str(home / ".claude"), ANTHROPIC_BASE_URL=gateway_url, ANTHROPIC_API_KEY=key,
+        ANTHROPIC_SMALL_FAST_MODEL=model, ANTHROPIC_DEFAULT_HAIKU_MODEL=model, CLAUDE_CODE_SUBAGENT_MODEL=model,
+        DISABLE_TELEMETRY="1", DISABLE_ERROR_REPORTING="1", DISABLE_AUTOUPDATER="1", DISABLE_BUG_COMMAND="1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY="1",
+        CLAUDE_CODE_DISABLE_TERMINAL_TITLE="1", CLAUDE_CODE_MAX_RETRIES="0",
+    )
+    command = [executable("claude"), "-p", prompt, "--output-format", "stream-json", "--verbose",
+               "--model", model, "--allowedTools", "Bash"]
+    return run(command, work, env)
+
+
+# ------------------------------------------------------------------ Codex CLI
+
+
+def codex_config(gateway_url: str, model: str) -> str:
+    return f"""\
+model = "{model}"
+model_provider = "gateway"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[model_providers.gateway]
+name = "gateway"
+base_url = "{gateway_url}/v1"
+wire_api = "responses"
+env_key = "GATEWAY_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+"""
+
+
+def codex(gateway_url: str, key: str, model: str, prompt: str, tmp: Path) -> Run:
+    """``codex exec`` with the gateway as a custom Responses provider, sandbox and approvals off (a container)."""
+
+    home, work = dirs(tmp)
+    codex_home = home / ".codex"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(codex_config(gateway_url, model))
+    env = sealed_env(home, CODEX_HOME=str(codex_home), GATEWAY_API_KEY=key)
+    command = [executable("codex"), "exec", "--json", "--strict-config", "--skip-git-repo-check", "--ephemeral",
+               "--dangerously-bypass-approvals-and-sandbox", prompt]
+    return run(command, work, env)
