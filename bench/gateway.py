@@ -16,6 +16,10 @@ the same run:
   once): stalls, errors, resident memory per stream, CPU-seconds per 1,000;
 - ``multiproc``: two gateway processes on PostgreSQL against one, c=64;
 - ``servers``: bare relay and gateway on our server (uvicorn) and on Daphne, c=1 and c=16;
+- ``passthrough``: the same-protocol routes (chat→chat, anthropic→anthropic,
+  responses→responses), streaming and not, at c=16, against the bare relay on the
+  gateway's own server (the issue-11 target: a passed-through stream ≥ 90 % of the
+  relay's streams/s), and beside each the same client through a translated route;
 - ``profile`` (only when asked): py-spy on the gateway under c=16 non-streaming.
 """
 
@@ -38,7 +42,7 @@ from .targets import (PACED_MODEL, ROUTES, SHORT, SINGLE_ACCOUNT_PROVIDER, STREA
 
 PG_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 PG_BENCH_DB = "bench_gateway"
-SECTIONS = ["latency", "throughput", "streams", "paced", "hold", "multiproc", "servers"]
+SECTIONS = ["latency", "throughput", "streams", "paced", "hold", "multiproc", "servers", "passthrough"]
 EXTRA_SECTIONS = ["profile", "profile_stream"]
 
 
@@ -450,8 +454,67 @@ def servers(stack: Stack, plan: Plan) -> dict[str, Any]:
         stack.procs.stop(relay)
 
 
+PASSTHROUGH_ROUTES = [Route("openai_chat", "openai_chat"), Route("anthropic", "anthropic"),
+                      Route("responses", "responses")]
+PASSTHROUGH_TARGET = 0.9
+
+
+def _own_relay(stack: Stack) -> tuple[Child, int]:
+    port = free_port()
+    relay = stack.procs.start("bare-relay-uvicorn", [sys.executable, "-m", "bench.bare_relay", "--port", str(port)],
+                              env={"BENCH_UPSTREAM": stack.mock.url}, port=port)
+    relay.wait_http("/healthz")
+    return relay, port
+
+
+def passthrough(stack: Stack, plan: Plan) -> dict[str, Any]:
+    """Same protocol on both sides against the bare relay on the gateway's own server, c=16.
+
+    Each route's gateway run and its relay run take turns in ``plan.slices`` slices, so
+    that the machine's drift weighs on both. Beside them, the same client translated
+    (its protocol to Chat; Chat to Anthropic), which is what the passthrough replaced.
+    """
+
+    relay, relay_port = _own_relay(stack)
+    try:
+        assert stack.gateway.port
+        out: dict[str, Any] = {"concurrency": 16, "chunks_per_stream": 20, "routes": {}}
+        for stream, model in ((True, STREAM_MODEL), (False, TEXT_MODEL)):
+            kind = "stream" if stream else "json"
+            for r in PASSTHROUGH_ROUTES:
+                translated = Route(r.client, "anthropic" if r.client == "openai_chat" else "openai_chat")
+                named = {"gateway": gateway_target(r, stack.gateway.port, model, stream),
+                         "relay": relay_target(r.upstream, relay_port, model, stream),
+                         "translated": gateway_target(translated, stack.gateway.port, model, stream)}
+                parts: dict[str, list[dict[str, Any]]] = {name: [] for name in named}
+                order = list(named.items())
+                for k in range(plan.slices):
+                    for name, tgt in (order if k % 2 == 0 else order[::-1]):
+                        res = closed_loop(stack, [tgt], 16, plan, duration=plan.duration / plan.slices,
+                                          pids={**stack.pids(), "relay": relay.pid})
+                        res["server"] = "relay" if name == "relay" else "gateway"
+                        parts[name].append(res)
+                runs = {name: _combine(p) for name, p in parts.items()}
+                share = _ratio(runs["gateway"]["rps"], runs["relay"]["rps"])
+                out["routes"][f"{r.name} {kind}"] = {
+                    "gateway_rps": runs["gateway"]["rps"], "relay_rps": runs["relay"]["rps"],
+                    "of_bare_relay": share, "translated_route": translated.name,
+                    "translated_rps": runs["translated"]["rps"],
+                    "errors": runs["gateway"]["errors"] + runs["translated"]["errors"],
+                    "gateway_cpu_ms_per_request": runs["gateway"]["server_cpu_ms_per_request"],
+                    "relay_cpu_ms_per_request": runs["relay"]["server_cpu_ms_per_request"],
+                    "translated_cpu_ms_per_request": runs["translated"]["server_cpu_ms_per_request"]}
+                print(f"   {r.name:<22} {kind:<6} gateway {runs['gateway']['rps']:>7,.0f}/s  relay "
+                      f"{runs['relay']['rps']:>7,.0f}/s  share {share}  (translated {translated.name}: "
+                      f"{runs['translated']['rps']:,.0f}/s)")
+        return out
+    finally:
+        stack.procs.stop(relay)
+
+
 MEASURES = {"latency": latency, "throughput": throughput, "streams": streams, "paced": paced, "hold": hold,
-            "multiproc": multiproc, "profile": profile, "profile_stream": profile_stream, "servers": servers}
+            "multiproc": multiproc, "profile": profile, "profile_stream": profile_stream, "servers": servers,
+            "passthrough": passthrough}
 
 
 def run(names: list[str], plan: Plan, on_result: Any = None) -> dict[str, Any]:

@@ -208,6 +208,11 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
               _worst([g["paced"]["routes"][r]["added_ttfb_p50_ms"] for r in routes], False), 2.0, False, "ms")
         check("added inter-chunk gap p99, paced (worst route)",
               _worst([g["paced"]["routes"][r]["added_gap_p99_ms"] for r in routes], False), 5.0, False, "ms")
+    pt = g.get("passthrough", {}).get("routes", {})
+    shares = [v["of_bare_relay"] for k, v in pt.items() if k.endswith(" stream")]
+    if shares:
+        check("same-protocol streams/s, share of the bare relay on the gateway's own server (worst route)",
+              _worst(shares, True), 0.9, True)
     h = g.get("hold", {})
     held = [h[v] for v in ("paced", "long") if v in h]
     if held:

@@ -40,11 +40,18 @@ class ModelRewrite:
         self.client = client
         # First occurrence only, and only as a JSON string value of a "model" key: quotes inside
         # JSON strings are escaped, so this cannot match inside text, arguments or ids.
-        self._pattern = re.compile(r'("model"\s*:\s*)"' + re.escape(sse.dumps(upstream)[1:-1]) + '"')
-        self._replacement = sse.dumps(client).replace("\\", "\\\\")
+        name, new = sse.dumps(upstream), sse.dumps(client)
+        self._compact = f'"model":{name}'  # how nearly every upstream writes it: a plain find, no regex
+        self._compact_new = f'"model":{new}'
+        self._pattern = re.compile(r'("model"\s*:\s*)' + re.escape(name))
+        self._replacement = new.replace("\\", "\\\\")
 
     def in_text(self, data: str) -> str:
-        return self._pattern.sub(r"\1" + self._replacement, data, count=1)
+        if self._compact in data:
+            return data.replace(self._compact, self._compact_new, 1)
+        if '"model" ' in data or '"model": ' in data:
+            return self._pattern.sub(r"\1" + self._replacement, data, count=1)
+        return data
 
     def in_object(self, obj: Any) -> bool:
         """Rewrite ``obj["model"]`` in place; whether it was the upstream's name (and so changed)."""

@@ -37,7 +37,8 @@ class ChatTap(Tap):
             return sse.frame(event)
         if self._first is None:
             self._first = data
-        rewritten = _WHOLE_COMPLETION.sub(r'\1"chat.completion.chunk"', data, count=1)
+        rewritten = (_WHOLE_COMPLETION.sub(r'\1"chat.completion.chunk"', data, count=1)
+                     if '"chat.completion"' in data else data)
         if self.rewrite is not None:
             rewritten = self.rewrite.in_text(rewritten)
         return sse.frame(event if rewritten == data else SSEEvent(rewritten, event.event, event.id))

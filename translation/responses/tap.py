@@ -17,6 +17,7 @@ from ..passthrough import ModelRewrite, Tap
 from ..sse import SSEEvent
 from .decode import ResponsesStreamDecoder
 from .errors import response_error
+from .partial import PartialOutput
 
 _TYPE = re.compile(r'"type"\s*:\s*"([a-z_.]+)"')
 _LIFECYCLE = frozenset({"response.created", "response.in_progress", "response.queued", "response.completed",
@@ -31,11 +32,13 @@ class ResponsesTap(Tap):
         self._response: dict[str, Any] | None = None
         self._last: str | None = None
         self._terminal = False
+        self._output = PartialOutput()
 
     def _forward(self, event: SSEEvent) -> bytes:
         self._last = event.data
         name = event.event or _type_of(event.data)
         if name not in _LIFECYCLE:
+            self._output.item_event(name or "", event.data)
             return sse.frame(event)
         self._terminal = self._terminal or name in _TERMINAL
         obj = _object(event.data)
@@ -57,16 +60,21 @@ class ResponsesTap(Tap):
 
     def _error_ending(self, error: ir.Error) -> bytes:
         self._terminal = True
+        out = b""
         last = _object(self._last).get("sequence_number")
-        response = dict(self._response or {
-            "id": ids.new_id("resp_"), "object": "response", "created_at": int(time.time()),
-            "model": self._client_model, "output": [],
-        })
-        response.update(status="failed", error=response_error(error))
-        return sse.encode("response.failed", {
-            "type": "response.failed", "sequence_number": last + 1 if isinstance(last, int) else 0,
-            "response": response,
-        })
+        seq = last + 1 if isinstance(last, int) else 0
+        if self._response is None:
+            # Nothing came before: the SDKs want the response created before it can fail.
+            self._response = {"id": ids.new_id("resp_"), "object": "response", "created_at": int(time.time()),
+                              "status": "in_progress", "model": self._client_model, "output": [], "tools": [],
+                              "tool_choice": "auto", "parallel_tool_calls": True}
+            out = sse.encode("response.created", {"type": "response.created", "sequence_number": seq,
+                                                  "response": self._response})
+            seq += 1
+        response = {**self._response, "status": "failed", "error": response_error(error),
+                     "output": self._output.output()}
+        return out + sse.encode("response.failed", {"type": "response.failed", "sequence_number": seq,
+                                                     "response": response})
 
 
 def _type_of(data: str) -> str | None:
