@@ -34,7 +34,12 @@ run: migrate
 	echo ""; \
 	$(BIN)/python -m gateway.serve --host $(HOST) --port $(PORT)
 
-test: $(STAMP)
+# Claude's public tokenizer, the reference the count_tokens estimate is tested against.
+TOKENIZER := tests/tokenizer/node_modules/.package-lock.json
+$(TOKENIZER): tests/tokenizer/package.json tests/tokenizer/package-lock.json
+	npm ci --prefix tests/tokenizer --no-audit --no-fund --silent
+
+test: $(STAMP) $(TOKENIZER)
 	bash tests/browser/ensure_chromium.sh || echo "chromium could not be installed: the browser test will be skipped"
 	$(BIN)/python -m pytest tests
 	$(BIN)/mypy translation
