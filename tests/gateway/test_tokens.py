@@ -16,6 +16,8 @@ import zlib
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gateway import tokens
 from gateway.tokens import estimate_input_tokens
@@ -183,3 +185,19 @@ def test_a_megabyte_of_text_is_estimated_in_well_under_a_tenth_of_a_second() -> 
     started = time.perf_counter()
     estimate_input_tokens(big)
     assert time.perf_counter() - started < 0.1
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20)
+                    | st.sampled_from(["text", "image", "document", "tool_use", "tool_result", "thinking",
+                                       "base64", "url", "content", "type", "source", "data"]),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+                        st.sampled_from(["type", "text", "source", "data", "content", "input", "name", "role",
+                                         "messages", "system", "tools", "tool_choice", "title", "x"]),
+                        inner, max_size=5),
+                    max_leaves=25)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["messages", "system", "tools", "tool_choice", "model"]), JSON))
+def test_any_json_body_gets_a_positive_estimate_without_error(body: dict[str, Any]) -> None:
+    assert estimate_input_tokens(body) >= 1
