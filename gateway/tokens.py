@@ -111,11 +111,13 @@ def text_tokens(text: str) -> float:
     c = data.translate(_CLASSES)
     w = TEXT_WEIGHTS
     lower, upper = c.count(b"a"), c.count(b"A")
-    return (w["letter_runs"] * _runs(data, _LETTER_RUNS) + w["letters"] * (lower + upper)
-            + w["uppercase"] * upper + w["punctuation"] * c.count(b".")
-            + w["punctuation_runs"] * _runs(data, _PUNCTUATION_RUNS)
-            + w["digit_runs"] * _runs(data, _DIGIT_RUNS) + w["newlines"] * c.count(b"\n")
-            + w["two_byte"] * c.count(b"2") + w["three_byte"] * c.count(b"3") + w["four_byte"] * c.count(b"4"))
+    total = (w["letter_runs"] * _runs(data, _LETTER_RUNS) + w["letters"] * (lower + upper)
+             + w["uppercase"] * upper + w["punctuation"] * c.count(b".")
+             + w["punctuation_runs"] * _runs(data, _PUNCTUATION_RUNS)
+             + w["digit_runs"] * _runs(data, _DIGIT_RUNS) + w["newlines"] * c.count(b"\n"))
+    if len(data) > len(text):  # not all ASCII
+        total += w["two_byte"] * c.count(b"2") + w["three_byte"] * c.count(b"3") + w["four_byte"] * c.count(b"4")
+    return total
 
 
 def image_tokens(width: int, height: int) -> int:
