@@ -53,4 +53,4 @@ soak: $(STAMP)
 	$(BIN)/python -m tests.hardening.soak $(SOAK_ARGS)
 
 clean:
-	rm -rf $(VENV) db.sqlite3 staticfiles .mockupstream.pid
+	rm -rf $(VENV) db.sqlite3 staticfiles .mockupstream.pid tests/tokenizer/node_modules

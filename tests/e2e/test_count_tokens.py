@@ -30,7 +30,7 @@ MESSAGES: list[Any] = [
 
 
 def configure(mock: Server, anthropic_keys: list[str] | None = None, anthropic_url: str | None = None) -> None:
-    config = pool_config(mock, {"anthropic": anthropic_keys} if anthropic_keys else None)
+    config = pool_config(mock, {"anthropic": anthropic_keys} if anthropic_keys is not None else None)
     if anthropic_url:
         next(p for p in config["providers"] if p["protocol"] == "anthropic")["base_url"] = anthropic_url
     config["client_keys"].append({"name": "limited", "key": LIMITED_KEY, "allowed_models": ["up-openai_chat/*"]})
@@ -75,6 +75,14 @@ def test_an_upstream_5xx_falls_back_to_the_estimate(gateway: Server, mock_upstre
 def test_an_unreachable_upstream_falls_back_to_the_estimate(gateway: Server, mock_upstream: Server) -> None:
     configure(mock_upstream, anthropic_url=f"http://127.0.0.1:{free_port()}/v1")  # nothing listens there
     fallback = count(gateway, "up-anthropic/mock-text")
+    configure(mock_upstream)
+    assert fallback == count(gateway, "up-openai_chat/mock-text")
+
+
+def test_a_provider_without_accounts_gets_the_estimate(gateway: Server, mock_upstream: Server) -> None:
+    configure(mock_upstream, [])
+    fallback = count(gateway, "up-anthropic/mock-text")
+    assert received(mock_upstream) == []
     configure(mock_upstream)
     assert fallback == count(gateway, "up-openai_chat/mock-text")
 
