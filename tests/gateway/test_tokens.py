@@ -72,7 +72,7 @@ def test_text_estimate_is_within_a_quarter_of_the_real_count(kind: str, real_cou
     within(added(TEXTS[kind]), real_counts[kind])
 
 
-def test_six_thousand_chinese_characters_count_about_one_token_each(real_counts: dict[str, int]) -> None:
+def test_six_thousand_chinese_characters_count_about_one_token_each() -> None:
     text = (TEXTS["chinese"] * 3)[:6000]
     [real] = claude.count([text])
     assert real > 4500  # the old four-characters-a-token rule said 1,500
@@ -178,13 +178,13 @@ def test_thinking_of_earlier_turns_is_not_counted_but_the_current_turns_is() -> 
     assert current - without > 400
 
 
-def test_a_megabyte_of_text_is_estimated_in_well_under_a_tenth_of_a_second() -> None:
+def test_a_megabyte_of_text_is_estimated_in_well_under_half_a_second() -> None:
     text = (TEXTS["english prose"] + TEXTS["python code"] + TEXTS["chinese"]) * 20
     big = body([{"type": "text", "text": text[i:i + 5000]} for i in range(0, len(text), 5000)])
     assert len(text.encode()) > 1_000_000
     started = time.perf_counter()
     estimate_input_tokens(big)
-    assert time.perf_counter() - started < 0.1
+    assert time.perf_counter() - started < 0.5  # about 40 ms on the 2-core dev machine
 
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20)
