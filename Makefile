@@ -40,7 +40,12 @@ run: migrate
 	echo ""; \
 	$(BIN)/python -m gateway.serve --host $(HOST) --port $(PORT)
 
-test: $(STAMP) $(NODE_STAMP)
+# Claude's public tokenizer, the reference the count_tokens estimate is tested against.
+TOKENIZER := tests/tokenizer/node_modules/.package-lock.json
+$(TOKENIZER): tests/tokenizer/package.json tests/tokenizer/package-lock.json
+	npm ci --prefix tests/tokenizer --no-audit --no-fund --silent
+
+test: $(STAMP) $(NODE_STAMP) $(TOKENIZER)
 	bash tests/browser/ensure_chromium.sh || echo "chromium could not be installed: the browser test will be skipped"
 	$(BIN)/python -m pytest tests
 	$(BIN)/mypy translation
@@ -54,4 +59,4 @@ soak: $(STAMP)
 	$(BIN)/python -m tests.hardening.soak $(SOAK_ARGS)
 
 clean:
-	rm -rf $(VENV) node_modules db.sqlite3 staticfiles .mockupstream.pid
+	rm -rf $(VENV) node_modules db.sqlite3 staticfiles .mockupstream.pid tests/tokenizer/node_modules

@@ -158,6 +158,18 @@ class UpstreamClient:
                                           proxy=p.proxy_url or None, timeout=_timeout(p.connect_timeout))
         return UpstreamResponse(response)
 
+    async def post_read(self, target: UpstreamTarget, body: bytes) -> tuple[int, bytes]:
+        """POST and read the whole (small) answer: its status and body, within the provider's timeouts."""
+
+        p = target.provider
+        url, headers = self.build(target)
+        session = self._session(p.proxy_url)
+        async with asyncio.timeout(p.connect_timeout + p.first_byte_timeout):
+            async with session.post(url, data=BytesPayload(body, content_type="application/json"),
+                                    headers=headers, allow_redirects=False, proxy=p.proxy_url or None,
+                                    timeout=_timeout(p.connect_timeout)) as response:
+                return response.status, await response.read()
+
     async def get_json(self, provider: ProviderInfo, secret: str, path: str) -> Any:
         headers = _headers(provider, secret, {})
         session = self._session(provider.proxy_url)

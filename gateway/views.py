@@ -136,15 +136,10 @@ async def count_tokens(request: HttpRequest) -> HttpResponse:
     proto = registry.get("anthropic")
     try:
         snap = await config.get()
-        await authenticate(request, snap, allow_x_api_key=True)
-        body = parse_body(request)
-        # count_tokens takes a Messages body without max_tokens.
-        ireq = parse_request(proto, {"max_tokens": 1, **body})
-        try:
-            estimate = estimate_input_tokens(ireq)
-        except TypeError as exc:  # a tool schema too deep to serialise for counting
-            raise NestingTooDeep from exc
-        return json_response({"input_tokens": estimate})
+        from .count_tokens import count_input_tokens
+
+        key = await authenticate(request, snap, allow_x_api_key=True)
+        return await count_input_tokens(parse_body(request), key, snap)
     except GatewayError as err:
         return error_response(proto, err)
     except Exception:

@@ -1,0 +1,89 @@
+"""POST /v1/messages/count_tokens: the upstream's own count when it is Anthropic, else an estimate.
+
+An Anthropic provider counts exactly (its tokenizer, its fixed prompts, its
+image and PDF rules), so the client's body goes there as the same-protocol
+passthrough sends it (model renamed, what the provider's caps forbid removed)
+and its answer comes back unchanged. Whatever is the upstream's or the
+account's trouble and not the client's (a network failure, a 5xx, a 401, 403
+or 429 on the account, an account-less pool, an answer that is no count)
+falls back to the local estimate (``gateway.tokens``): a count is advice, and
+an estimate beats an error. Other 4xx answers (a bad body, an unknown model)
+are the client's, returned in the Anthropic envelope with their status.
+
+Nothing here disables or cools down an account: that is the dispatch loop's
+judgement on real traffic, not on a count.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.http import HttpResponse
+
+from accounts import pool
+from translation import ir, registry, sse
+
+from .errors import InvalidRequest, NestingTooDeep, UpstreamFailed
+from .responses import json_response, raw_json_response
+from .routing import Route, check_allowed, resolve
+from .state import KeyInfo, Snapshot
+from .tokens import estimate_input_tokens
+from .upstream import NETWORK_ERRORS, UpstreamTarget, upstream
+
+log = logging.getLogger(__name__)
+
+COUNT_PATH = "/count_tokens"  # under the Messages path: /v1/messages/count_tokens
+# The account's trouble, not the body's: another time (or the estimate) will do.
+ACCOUNT_STATUSES = frozenset({401, 403, 429})
+
+
+async def count_input_tokens(body: dict[str, Any], key: KeyInfo, snap: Snapshot) -> HttpResponse:
+    proto = registry.get("anthropic")
+    try:
+        # count_tokens takes a Messages body without max_tokens.
+        req = proto.parse_request({"max_tokens": 1, **body})
+    except ir.InvalidRequest as exc:
+        raise InvalidRequest(exc.message, exc.param) from exc
+    route = resolve(req.model, snap)
+    check_allowed(key, req.model)
+    if route.provider.protocol == "anthropic":
+        answer = await _ask_upstream(body, route)
+        if answer is not None:
+            return answer
+    return json_response({"input_tokens": estimate_input_tokens(body)})
+
+
+async def _ask_upstream(body: dict[str, Any], route: Route) -> HttpResponse | None:
+    """The upstream's answer to pass on, or None to estimate instead."""
+
+    provider = route.provider
+    proto = registry.get(provider.protocol)
+    try:
+        out = sse.dumps(proto.passthrough_request(body, route.upstream_model, provider.caps)).encode()
+    except TypeError as exc:
+        raise NestingTooDeep from exc
+    account = await pool.pick(provider.id, [], provider.selection)
+    if account is None:
+        return None
+    secret = account.get_secret()
+    try:
+        status, raw = await upstream.post_read(UpstreamTarget(provider, secret, proto.PATH + COUNT_PATH), out)
+    except NETWORK_ERRORS as exc:
+        log.warning("count_tokens on provider %s failed (%s); estimating", provider.name, type(exc).__name__)
+        return None
+    if 200 <= status < 300 and _is_count(raw):
+        return raw_json_response(raw, status)
+    if 400 <= status < 500 and status not in ACCOUNT_STATUSES:
+        err = proto.parse_error(status, raw)
+        raise UpstreamFailed(status, pool.redact(err.message, [secret]) or "upstream error", err.error_type)
+    log.warning("count_tokens on provider %s answered %s; estimating", provider.name, status)
+    return None
+
+
+def _is_count(raw: bytes) -> bool:
+    try:
+        answer = sse.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(answer, dict) and isinstance(answer.get("input_tokens"), int)
