@@ -17,6 +17,7 @@ judgement on real traffic, not on a count.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from django.http import HttpResponse
@@ -24,7 +25,8 @@ from django.http import HttpResponse
 from accounts import pool
 from translation import ir, registry, sse
 
-from .errors import InvalidRequest, NestingTooDeep, UpstreamFailed
+from .errors import InvalidRequest, NestingTooDeep, UpstreamFailed, passable
+from .forwarding import Forwarded, forwarded
 from .responses import json_response, raw_json_response
 from .routing import Route, check_allowed, resolve
 from .state import KeyInfo, Snapshot
@@ -38,7 +40,8 @@ COUNT_PATH = "/count_tokens"  # under the Messages path: /v1/messages/count_toke
 ACCOUNT_STATUSES = frozenset({401, 403, 429})
 
 
-async def count_input_tokens(body: dict[str, Any], key: KeyInfo, snap: Snapshot) -> HttpResponse:
+async def count_input_tokens(body: dict[str, Any], key: KeyInfo, snap: Snapshot,
+                             client_headers: Mapping[str, str], query: str) -> HttpResponse:
     proto = registry.get("anthropic")
     try:
         # count_tokens takes a Messages body without max_tokens.
@@ -48,13 +51,14 @@ async def count_input_tokens(body: dict[str, Any], key: KeyInfo, snap: Snapshot)
     route = resolve(req.model, snap)
     check_allowed(key, req.model)
     if route.provider.protocol == "anthropic":
-        answer = await _ask_upstream(body, route)
+        fwd = forwarded(client_headers, query, proto.NAME, route.provider.protocol)
+        answer = await _ask_upstream(body, route, fwd)
         if answer is not None:
             return answer
     return json_response({"input_tokens": estimate_input_tokens(body)})
 
 
-async def _ask_upstream(body: dict[str, Any], route: Route) -> HttpResponse | None:
+async def _ask_upstream(body: dict[str, Any], route: Route, fwd: Forwarded) -> HttpResponse | None:
     """The upstream's answer to pass on, or None to estimate instead."""
 
     provider = route.provider
@@ -68,7 +72,8 @@ async def _ask_upstream(body: dict[str, Any], route: Route) -> HttpResponse | No
         return None
     secret = account.get_secret()
     try:
-        status, raw = await upstream.post_read(UpstreamTarget(provider, secret, proto.PATH + COUNT_PATH), out)
+        status, raw = await upstream.post_read(UpstreamTarget(provider, secret, proto.PATH + COUNT_PATH, fwd),
+                                                 out)
     except NETWORK_ERRORS as exc:
         log.warning("count_tokens on provider %s failed (%s); estimating", provider.name, type(exc).__name__)
         return None
@@ -76,9 +81,11 @@ async def _ask_upstream(body: dict[str, Any], route: Route) -> HttpResponse | No
         return raw_json_response(raw, status)
     if 400 <= status < 500 and status not in ACCOUNT_STATUSES:
         err = proto.parse_error(status, raw)
-        raise UpstreamFailed(status, pool.redact(err.message, [secret]) or "upstream error", err.error_type)
+        raise UpstreamFailed(status, pool.redact(err.message, [secret]) or "upstream error", err.error_type,
+                             raw=passable(raw, secret))
     log.warning("count_tokens on provider %s answered %s; estimating", provider.name, status)
     return None
+
 
 
 def _is_count(raw: bytes) -> bool:

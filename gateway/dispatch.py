@@ -41,7 +41,7 @@ from translation.protocol import EncodeContext, ProtocolModule
 
 from . import reqlog
 from .clientstream import ClientStream, Encoding, Forwarding
-from .errors import NestingTooDeep, NoAccounts, UpstreamFailed, UpstreamUnavailable
+from .errors import NestingTooDeep, NoAccounts, UpstreamFailed, UpstreamUnavailable, passable
 from .forwarding import Forwarded
 from .relay import TIMEOUT, Batch, Decoding, Reader, Tapping, UpstreamStream, read_until_content
 from .responses import SSE_HEADERS, raw_json_response
@@ -175,21 +175,9 @@ async def _judge(ex: Exchange, attempt: reqlog.Attempt, err: ir.Error, text: str
     passed: dict[str, str] = {}
     if headers is not None and headers.get("retry-after"):
         passed["Retry-After"] = headers["retry-after"]
-    body = _passable(raw, secret)
+    body = passable(raw, secret)
     raise UpstreamFailed(err.status, pool.redact(err.message, [secret]) or "upstream error", err.error_type,
                          headers=passed, code=err.code, param=err.param, raw=body)
-
-
-def _passable(raw: bytes | None, secret: str) -> bytes | None:
-    """An upstream error body the client may get as it is: JSON, without the account's key."""
-
-    if not raw:
-        return None
-    try:
-        sse.loads(raw)
-    except ValueError:
-        return None  # an HTML page or plain text from a proxy: rendered in the client's envelope instead
-    return raw.replace(secret.encode(), b"[redacted]") if secret else raw
 
 
 def _retry_after(headers: Headers | None) -> dt.datetime | None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import orjson
+
 
 class GatewayError(Exception):
     status: ClassVar[int] = 500
@@ -100,3 +102,18 @@ def render(proto: Any, err: GatewayError) -> dict[str, Any]:
     """The error body in ``proto``'s own envelope."""
 
     return proto.render_error(status_of(err), err.message, type_of(err), err.param)  # type: ignore[no-any-return]
+
+
+def passable(raw: bytes | None, secret: str) -> bytes | None:
+    """An upstream's error body as a client of its protocol may get it: JSON, without the account's key.
+
+    Anything else (an HTML page or plain text from a proxy) is None: rendered in the client's envelope instead.
+    """
+
+    if not raw:
+        return None
+    try:
+        orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return raw.replace(secret.encode(), b"[redacted]") if secret else raw

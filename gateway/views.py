@@ -18,6 +18,7 @@ from translation.protocol import ProtocolModule
 
 from . import reqlog
 from .auth import authenticate
+from .count_tokens import count_input_tokens
 from .dispatch import Exchange, dispatch
 from .errors import GatewayError, InvalidRequest, NestingTooDeep, UpstreamFailed, render, status_of
 from .forwarding import forwarded
@@ -26,7 +27,6 @@ from .ratelimit import limits
 from .responses import json_response, raw_json_response
 from .routing import check_allowed, resolve
 from .state import KeyInfo, config
-from .tokens import estimate_input_tokens
 
 log = logging.getLogger(__name__)
 
@@ -136,10 +136,9 @@ async def count_tokens(request: HttpRequest) -> HttpResponse:
     proto = registry.get("anthropic")
     try:
         snap = await config.get()
-        from .count_tokens import count_input_tokens
-
         key = await authenticate(request, snap, allow_x_api_key=True)
-        return await count_input_tokens(parse_body(request), key, snap)
+        return await count_input_tokens(parse_body(request), key, snap, request.headers,
+                                        request.META.get("QUERY_STRING", ""))
     except GatewayError as err:
         return error_response(proto, err)
     except Exception:
