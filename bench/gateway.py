@@ -43,7 +43,7 @@ from .targets import (PACED_MODEL, ROUTES, SHORT, SINGLE_ACCOUNT_PROVIDER, STREA
 PG_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 PG_BENCH_DB = "bench_gateway"
 SECTIONS = ["latency", "throughput", "streams", "paced", "hold", "multiproc", "servers", "passthrough"]
-EXTRA_SECTIONS = ["profile", "profile_stream"]
+EXTRA_SECTIONS = ["profile", "profile_stream", "profile_passthrough"]
 
 
 @dataclass(frozen=True)
@@ -409,6 +409,15 @@ def profile_stream(stack: Stack, plan: Plan) -> dict[str, Any]:
     return profiler.profile_under_load(stack, tgt, plan.profile_seconds, "stream")
 
 
+def profile_passthrough(stack: Stack, plan: Plan) -> dict[str, Any]:
+    """The same on 20-chunk streams, anthropic→anthropic (passed through with a tap)."""
+
+    port = stack.gateway.port
+    assert port
+    tgt = gateway_target(Route("anthropic", "anthropic"), port, STREAM_MODEL, True)
+    return profiler.profile_under_load(stack, tgt, plan.profile_seconds, "passthrough")
+
+
 def servers(stack: Stack, plan: Plan) -> dict[str, Any]:
     """Our server (uvicorn, ``gateway.serve``) against Daphne, bare relay and gateway, chat→chat: c=1 and c=16.
 
@@ -513,7 +522,7 @@ def passthrough(stack: Stack, plan: Plan) -> dict[str, Any]:
 
 
 MEASURES = {"latency": latency, "throughput": throughput, "streams": streams, "paced": paced, "hold": hold,
-            "multiproc": multiproc, "profile": profile, "profile_stream": profile_stream, "servers": servers,
+            "multiproc": multiproc, "profile": profile, "profile_stream": profile_stream, "profile_passthrough": profile_passthrough, "servers": servers,
             "passthrough": passthrough}
 
 
