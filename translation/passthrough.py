@@ -32,6 +32,31 @@ from .protocol import StreamDecoder
 from .sse import SSEEvent
 
 
+_TYPE = re.compile(r'"type"\s*:\s*"([a-z_.]+)"')
+
+
+def event_type(event: SSEEvent) -> str | None:
+    """The event's name, or, from an upstream that leaves ``event:`` lines out, the ``type`` its
+    data leads with (both protocols that name events put ``type`` first)."""
+
+    if event.event is not None:
+        return event.event
+    match = _TYPE.search(event.data)
+    return match.group(1) if match else None
+
+
+def object_of(data: str | None) -> dict[str, Any]:
+    """An event's data as a JSON object; {} for anything else (read only where an ending needs it)."""
+
+    if data is None:
+        return {}
+    try:
+        obj = sse.loads(data)
+    except ValueError:
+        return {}
+    return obj if isinstance(obj, dict) else {}
+
+
 class ModelRewrite:
     """The upstream's model name → the client's, in a JSON object or an event's data."""
 

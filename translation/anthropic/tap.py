@@ -7,16 +7,11 @@ stopped, an ``error`` event, ``message_stop``.
 
 from __future__ import annotations
 
-import re
-
 from .. import ids, ir, sse
-from ..passthrough import ModelRewrite, Tap
+from ..passthrough import ModelRewrite, Tap, event_type, object_of
 from ..sse import SSEEvent
 from . import errors
 from .decode import AnthropicStreamDecoder
-
-_TYPE = re.compile(r'"type"\s*:\s*"([a-z_]+)"')
-
 
 class AnthropicTap(Tap):
     def __init__(self, rewrite: ModelRewrite | None, client_model: str) -> None:
@@ -27,7 +22,7 @@ class AnthropicTap(Tap):
         self._open: set[int] = set()
 
     def _forward(self, event: SSEEvent) -> bytes:
-        name = event.event or _type_of(event.data)
+        name = event_type(event)
         data = event.data
         match name:
             case "content_block_start" | "content_block_stop":
@@ -70,14 +65,7 @@ class AnthropicTap(Tap):
         return b"".join(out)
 
 
-def _type_of(data: str) -> str | None:
-    match = _TYPE.search(data)
-    return match.group(1) if match else None
-
 
 def _index(data: str) -> int | None:
-    try:
-        index = sse.loads(data).get("index")
-    except (ValueError, AttributeError):
-        return None
+    index = object_of(data).get("index")
     return index if isinstance(index, int) else None

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from .. import ids, ir, sse
-from ..passthrough import ModelRewrite, Tap
+from ..passthrough import ModelRewrite, Tap, object_of
 from ..sse import SSEEvent
 from .decode import ChatStreamDecoder
 
@@ -51,7 +51,7 @@ class ChatTap(Tap):
         return sse.DONE
 
     def _error_ending(self, error: ir.Error) -> bytes:
-        first = _object(self._first)
+        first = object_of(self._first)
         chunk: dict[str, Any] = {
             "id": first.get("id") or ids.new_id("chatcmpl-"),
             "object": "chat.completion.chunk",
@@ -61,13 +61,3 @@ class ChatTap(Tap):
             "error": {"message": error.message, "type": error.error_type, "param": error.param, "code": error.code},
         }
         return sse.encode(None, chunk) + self._terminator()
-
-
-def _object(data: str | None) -> dict[str, Any]:
-    if data is None:
-        return {}
-    try:
-        obj = sse.loads(data)
-    except ValueError:
-        return {}
-    return obj if isinstance(obj, dict) else {}

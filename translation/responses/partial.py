@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .. import sse
+from ..passthrough import object_of
 
 
 class PartialOutput:
@@ -24,7 +24,7 @@ class PartialOutput:
 
     def item_event(self, name: str, data: str) -> None:
         if name in ("response.output_item.added", "response.output_item.done"):
-            obj = _object(data)
+            obj = object_of(data)
             index, item = obj.get("output_index"), obj.get("item")
             if isinstance(index, int) and isinstance(item, dict):
                 self._items[index] = item
@@ -44,7 +44,7 @@ def _rebuilt(announced: dict[str, Any], events: list[str]) -> dict[str, Any]:
     item = copy.deepcopy(announced)
     item["status"] = "incomplete"
     for data in events:
-        event = _object(data)
+        event = object_of(data)
         kind = event.get("type")
         content = item.setdefault("content", []) if item.get("type") == "message" else item.get("content")
         ci = event.get("content_index")
@@ -65,11 +65,3 @@ def _rebuilt(announced: dict[str, Any], events: list[str]) -> dict[str, Any]:
             part = item["summary"][-1]
             part["text"] = str(part.get("text") or "") + str(event.get("delta") or "")
     return item
-
-
-def _object(data: str) -> dict[str, Any]:
-    try:
-        obj = sse.loads(data)
-    except ValueError:
-        return {}
-    return obj if isinstance(obj, dict) else {}

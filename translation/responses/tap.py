@@ -8,18 +8,16 @@ read whole; deltas are not), and the last event's text, so that the ending is a
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any
 
 from .. import ids, ir, sse
-from ..passthrough import ModelRewrite, Tap
+from ..passthrough import ModelRewrite, Tap, event_type, object_of
 from ..sse import SSEEvent
 from .decode import ResponsesStreamDecoder
 from .errors import response_error
 from .partial import PartialOutput
 
-_TYPE = re.compile(r'"type"\s*:\s*"([a-z_.]+)"')
 _LIFECYCLE = frozenset({"response.created", "response.in_progress", "response.queued", "response.completed",
                         "response.incomplete", "response.failed"})
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
@@ -36,12 +34,12 @@ class ResponsesTap(Tap):
 
     def _forward(self, event: SSEEvent) -> bytes:
         self._last = event.data
-        name = event.event or _type_of(event.data)
+        name = event_type(event)
         if name not in _LIFECYCLE:
             self._output.item_event(name or "", event.data)
             return sse.frame(event)
         self._terminal = self._terminal or name in _TERMINAL
-        obj = _object(event.data)
+        obj = object_of(event.data)
         response = obj.get("response")
         if not isinstance(response, dict):
             return sse.frame(event)
@@ -61,7 +59,7 @@ class ResponsesTap(Tap):
     def _error_ending(self, error: ir.Error) -> bytes:
         self._terminal = True
         out = b""
-        last = _object(self._last).get("sequence_number")
+        last = object_of(self._last).get("sequence_number")
         seq = last + 1 if isinstance(last, int) else 0
         if self._response is None:
             # Nothing came before: the SDKs want the response created before it can fail.
@@ -76,17 +74,3 @@ class ResponsesTap(Tap):
         return out + sse.encode("response.failed", {"type": "response.failed", "sequence_number": seq,
                                                      "response": response})
 
-
-def _type_of(data: str) -> str | None:
-    match = _TYPE.search(data)
-    return match.group(1) if match else None
-
-
-def _object(data: str | None) -> dict[str, Any]:
-    if data is None:
-        return {}
-    try:
-        obj = sse.loads(data)
-    except ValueError:
-        return {}
-    return obj if isinstance(obj, dict) else {}
