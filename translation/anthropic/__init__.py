@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..protocol import EncodeContext
-from .build import build_request, passthrough_request
+from .build import build_request, passthrough_request, required_betas
 from .decode import AnthropicStreamDecoder
 from .encode import AnthropicStreamEncoder
 from .errors import parse_error, render_error
@@ -22,5 +22,5 @@ def stream_encoder(ctx: EncodeContext) -> AnthropicStreamEncoder:
 
 __all__ = [
     "NAME", "PATH", "parse_request", "build_request", "passthrough_request", "parse_response",
-    "render_response", "stream_decoder", "stream_encoder", "render_error", "parse_error",
+    "render_response", "stream_decoder", "stream_encoder", "render_error", "parse_error", "required_betas",
 ]
