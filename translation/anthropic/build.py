@@ -302,6 +302,15 @@ def passthrough_request(body: dict[str, Any], model: str, caps: ir.UpstreamCaps)
         out["messages"] = messages
     if not caps.thinking:
         out.pop("thinking", None)
+    if not caps.structured_output:
+        out.pop("output_format", None)
+        config = out.get("output_config")
+        if isinstance(config, dict) and "format" in config:
+            config = {k: v for k, v in config.items() if k != "format"}
+            if config:
+                out["output_config"] = config
+            else:
+                out.pop("output_config")
     if not caps.cache_control:
         if isinstance(out.get("system"), list):
             out["system"] = [_without_cache(b) for b in out["system"]]

@@ -476,3 +476,15 @@ def test_structured_output_goes_to_output_config_format() -> None:
     # JSON mode has no Anthropic form (see the module docstring): dropped, the prompt already asks for JSON.
     assert "output_config" not in build(req(U(T("q")), response_format=ir.ResponseFormat(type="json_object")))
     assert "output_config" not in build(req(U(T("q")), response_format=ir.ResponseFormat(type="text")))
+
+
+def test_passthrough_drops_structured_output_for_an_upstream_without_it() -> None:
+    body = {"model": "c", "max_tokens": 1, "messages": [{"role": "user", "content": "q"}],
+            "output_config": {"effort": "low", "format": {"type": "json_schema", "schema": {}}},
+            "output_format": {"type": "json_schema", "schema": {}}}
+    out = anthropic.passthrough_request(body, "u", ir.UpstreamCaps(structured_output=False))
+    assert out["output_config"] == {"effort": "low"} and "output_format" not in out
+    assert body["output_config"]["format"] == {"type": "json_schema", "schema": {}}  # the client's body is untouched
+    only_format = {**body, "output_config": {"format": {"type": "json_schema", "schema": {}}}}
+    assert "output_config" not in anthropic.passthrough_request(only_format, "u", ir.UpstreamCaps(structured_output=False))
+    assert anthropic.passthrough_request(body, "u", CAPS)["output_config"] == body["output_config"]
