@@ -486,5 +486,6 @@ def test_passthrough_drops_structured_output_for_an_upstream_without_it() -> Non
     assert out["output_config"] == {"effort": "low"} and "output_format" not in out
     assert body["output_config"]["format"] == {"type": "json_schema", "schema": {}}  # the client's body is untouched
     only_format = {**body, "output_config": {"format": {"type": "json_schema", "schema": {}}}}
-    assert "output_config" not in anthropic.passthrough_request(only_format, "u", ir.UpstreamCaps(structured_output=False))
+    no_format = ir.UpstreamCaps(structured_output=False)
+    assert "output_config" not in anthropic.passthrough_request(only_format, "u", no_format)
     assert anthropic.passthrough_request(body, "u", CAPS)["output_config"] == body["output_config"]

@@ -262,7 +262,8 @@ def test_a_system_message_inside_messages_stays_at_its_position() -> None:
 
 def test_output_config_format_is_the_response_format() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": False}
-    req = anthropic.parse_request(body(output_config={"effort": "low", "format": {"type": "json_schema", "schema": schema}}))
+    config = {"effort": "low", "format": {"type": "json_schema", "schema": schema}}
+    req = anthropic.parse_request(body(output_config=config))
     assert req.response_format == ir.ResponseFormat(type="json_schema", schema=schema)
     assert req.reasoning == ir.Reasoning(effort="low")
     legacy = anthropic.parse_request(body(output_format={"type": "json_schema", "schema": schema}))
