@@ -19,6 +19,7 @@ from .. import ir, sse
 
 _ROLES = ("user", "assistant", "system")
 PROTOCOL = "anthropic"
+_RESULT_BLOCKS = ("text", "image", "document")
 _ToolChoiceMode = Literal["auto", "none", "required", "named"]
 # Messages tool_choice.type → IR mode (SOP table: any ⇄ required, tool ⇄ named).
 _TOOL_CHOICE_MODES: dict[str, _ToolChoiceMode] = {"auto": "auto", "any": "required", "tool": "named", "none": "none"}
@@ -110,12 +111,11 @@ def _block(value: Any, role: str, param: str) -> list[ir.Part]:
         _fail(f"{param}.type", "must be a string")
     if role == "system" and kind != "text":
         return [_opaque(block, kind, param)]
+    if kind == "tool_result":
+        if role != "user":
+            _fail(f"{param}.type", "tool_result blocks are only allowed in user messages")
+        return _tool_result(block, param)
     part = _known_block(block, kind, role, param)
-    if isinstance(part, ir.ToolResultPart):
-        # What a result holds beyond text, images and documents rides beside it, to be refused.
-        extra = [p for p in part.content if isinstance(p, ir.OpaquePart)]
-        part.content = [p for p in part.content if not isinstance(p, ir.OpaquePart)]
-        return [part, *extra]
     return [part] if part is not None else []
 
 
@@ -131,10 +131,6 @@ def _known_block(block: dict[str, Any], kind: str, role: str, param: str) -> ir.
             if role != "assistant":
                 _fail(f"{param}.type", "tool_use blocks are only allowed in assistant messages")
             return _tool_use(block, param)
-        case "tool_result":
-            if role != "user":
-                _fail(f"{param}.type", "tool_result blocks are only allowed in user messages")
-            return _tool_result(block, param)
         case "thinking":
             text = _str(block, "thinking", param) or ""
             signature = _str(block, "signature", param, required=False)
@@ -215,14 +211,16 @@ def _tool_use(block: dict[str, Any], param: str) -> ir.ToolCallPart:
     return ir.ToolCallPart(id=call_id, name=name, arguments=sse.dumps(arguments))
 
 
-def _tool_result(block: dict[str, Any], param: str) -> ir.ToolResultPart:
+def _tool_result(block: dict[str, Any], param: str) -> list[ir.Part]:
+    """The result, then what it holds beyond text, images and documents (to be refused)."""
+
     call_id = _str(block, "tool_use_id", param) or ""
     is_error = block.get("is_error", False)
     if is_error is not None and not isinstance(is_error, bool):
         _fail(f"{param}.is_error", "must be a boolean")
     content = block.get("content")
-    # OpaquePart entries are moved out of the result by _block; the list is wider meanwhile.
-    parts: list[Any] = []
+    parts: list[ir.TextPart | ir.ImagePart | ir.DocumentPart] = []
+    beside: list[ir.Part] = []
     if isinstance(content, str):
         parts.append(ir.TextPart(content))
     elif content is not None:
@@ -232,15 +230,12 @@ def _tool_result(block: dict[str, Any], param: str) -> ir.ToolResultPart:
             kind = inner.get("type")
             if not isinstance(kind, str):
                 _fail(f"{where}.type", "must be a string")
-            if kind == "text":
-                parts.append(ir.TextPart(_str(inner, "text", where) or ""))
-            elif kind == "image":
-                parts.append(_image(inner, where))
-            elif kind == "document":
-                parts.append(_document(inner, where))
-            else:  # search_result, tool_reference, …
-                parts.append(_opaque(inner, kind, where))
-    return ir.ToolResultPart(tool_call_id=call_id, content=parts, is_error=bool(is_error))
+            inner_part = _known_block(inner, kind, "user", where) if kind in _RESULT_BLOCKS else None
+            if isinstance(inner_part, (ir.TextPart, ir.ImagePart, ir.DocumentPart)):
+                parts.append(inner_part)
+            else:  # search_result, tool_reference, a Files-API image, …
+                beside.append(inner_part if isinstance(inner_part, ir.OpaquePart) else _opaque(inner, kind, where))
+    return [ir.ToolResultPart(tool_call_id=call_id, content=parts, is_error=bool(is_error)), *beside]
 
 
 # ----------------------------------------------------------------- the rest
