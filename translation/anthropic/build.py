@@ -65,6 +65,9 @@ def build_request(req: ir.Request, model: str, caps: ir.UpstreamCaps) -> dict[st
         budget = thinking.get("budget_tokens")
         if budget is not None and body["max_tokens"] <= budget:
             body["max_tokens"] = budget + ANSWER_HEADROOM
+        elif budget is None and req.max_tokens is None and req.reasoning is not None:
+            # Adaptive thinking spends max_tokens too; OpenAI clients that send none expect room for it.
+            body["max_tokens"] = reasoning.effort_to_budget(req.reasoning.effort) + ANSWER_HEADROOM
         # With thinking on the API rejects temperature/top_p changes: dropped on purpose.
     else:
         if req.temperature is not None:

@@ -3,7 +3,7 @@ from typing import Any
 
 import pytest
 
-from translation import anthropic, ir, repair
+from translation import anthropic, ir, reasoning, repair
 
 CAPS = ir.UpstreamCaps()
 NO_THINKING = ir.UpstreamCaps(thinking=False)
@@ -195,7 +195,9 @@ def test_a_token_budget_stays_enabled_thinking_with_the_minimum() -> None:
 def test_an_effort_becomes_adaptive_thinking_with_output_config_effort() -> None:
     body = build(req(U(T("q")), reasoning=ir.Reasoning(effort="high")))
     assert body["thinking"] == {"type": "adaptive"} and body["output_config"] == {"effort": "high"}
-    assert body["max_tokens"] == 4096  # no budget to make room for
+    # No max_tokens from the client: room for the thinking an effort implies, as OpenAI's defaults give.
+    assert body["max_tokens"] == reasoning.effort_to_budget("high") + 4096
+    assert build(req(U(T("q")), reasoning=ir.Reasoning(effort="high"), max_tokens=2000))["max_tokens"] == 2000
     # OpenAI's "minimal" is below Anthropic's lowest level; "xhigh" and "max" exist on both or Anthropic.
     assert build(req(U(T("q")), reasoning=ir.Reasoning(effort="minimal")))["output_config"] == {"effort": "low"}
     assert build(req(U(T("q")), reasoning=ir.Reasoning(effort="xhigh")))["output_config"] == {"effort": "xhigh"}
