@@ -218,7 +218,8 @@ class Request:
     prompt_cache_key: str | None = None
     web_search: WebSearch | None = None
     # Tools the source protocol had but the IR cannot express (e.g. Responses
-    # web_search). Kept only so the gateway can log what was dropped.
+    # file_search), and those a builder's target cannot take (web_search for Chat).
+    # Kept only so the gateway can log what was dropped.
     dropped_tools: list[str] = field(default_factory=list)
 
 
