@@ -70,6 +70,9 @@ def parse_request(body: Any) -> ir.Request:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         _fail("messages", "must be a non-empty array")
+    if isinstance(messages[0], dict) and messages[0].get("role") == "system":
+        # As the API: a mid-conversation system message follows a user turn.
+        _fail("messages[0].role", "a system message cannot come first; use the top-level system field")
 
     req = ir.Request(model=model, messages=[_message(m, f"messages[{i}]") for i, m in enumerate(messages)],
                      max_tokens=max_tokens)

@@ -40,6 +40,7 @@ BAD_BODIES: list[tuple[Any, str | None]] = [
     (body(messages={"role": "user"}), "messages"),
     (body(messages=["hi"]), "messages[0]"),
     (body(messages=[{"role": "tool", "content": "x"}]), "messages[0].role"),
+    (body(messages=[{"role": "system", "content": "x"}, {"role": "user", "content": "y"}]), "messages[0].role"),
     (body(messages=[{"content": "x"}]), "messages[0].role"),
     (body(messages=[{"role": "user", "content": 5}]), "messages[0].content"),
     (body(messages=[{"role": "user"}]), "messages[0].content"),
