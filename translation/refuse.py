@@ -55,6 +55,21 @@ def document_url(part: ir.DocumentPart, target: str) -> NoReturn:
         f"send the file's data (base64) instead", part.param)
 
 
+def system_text(parts: list[ir.Part], target: str) -> list[ir.TextPart]:
+    """The text of a mid-conversation system message; anything else in it is refused."""
+
+    texts: list[ir.TextPart] = []
+    for part in parts:
+        if isinstance(part, ir.TextPart):
+            texts.append(part)
+        elif isinstance(part, ir.OpaquePart):
+            opaque(part, target)
+        else:
+            param = part.param if isinstance(part, ir.DocumentPart) and part.param else "messages"
+            unsupported(param, f"a {part.type} part in a system or developer message", target)
+    return texts
+
+
 def unsupported(param: str, what: str, target: str) -> NoReturn:
     raise ir.InvalidRequest(f"{param}: {what} is not supported by the {_title(target)} protocol "
                             f"this model is served with", param)

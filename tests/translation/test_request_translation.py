@@ -153,3 +153,12 @@ def test_documents_inside_tool_results_cross_to_anthropic_and_responses() -> Non
                                 "output": [{"type": "input_text", "text": "Page\n\npage text"}]}
     chat = translate("anthropic", body, "openai_chat")
     assert chat["messages"][2] == {"role": "tool", "tool_call_id": "t1", "content": "Page\n\npage text"}
+
+
+def test_a_file_in_a_late_developer_message_is_refused_not_dropped() -> None:
+    body = {"model": "c", "input": [
+        {"role": "user", "content": "q"},
+        {"role": "developer", "content": [{"type": "input_file", "file_data": "data:application/pdf;base64,JVBE"}]}]}
+    for target in ("openai_chat", "anthropic"):
+        with pytest.raises(ir.InvalidRequest, match="system or developer message"):
+            translate("responses", body, target)

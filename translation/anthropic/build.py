@@ -88,7 +88,8 @@ def build_request(req: ir.Request, model: str, caps: ir.UpstreamCaps) -> dict[st
 def _messages(messages: list[ir.Message], caps: ir.UpstreamCaps) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for msg in messages:
-        blocks = [b for part in msg.parts for b in _blocks(part, msg.role, caps)]
+        parts: list[ir.Part] = [*refuse.system_text(msg.parts, NAME)] if msg.role == "system" else msg.parts
+        blocks = [b for part in parts for b in _blocks(part, msg.role, caps)]
         if not blocks:
             continue  # an empty turn is a 400 upstream (e.g. only unsigned reasoning)
         role = msg.role

@@ -109,10 +109,7 @@ def _messages(req: ir.Request) -> list[dict[str, Any]]:
 
 
 def _text(parts: list[ir.Part]) -> str:
-    for part in parts:
-        if isinstance(part, ir.OpaquePart):
-            refuse.opaque(part, NAME)
-    return "\n\n".join(p.text for p in parts if isinstance(p, ir.TextPart))
+    return "\n\n".join(p.text for p in refuse.system_text(parts, NAME))
 
 
 def _user(message: ir.Message) -> list[dict[str, Any]]:

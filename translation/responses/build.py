@@ -44,11 +44,8 @@ def _user_items(msg: ir.Message) -> list[dict[str, Any]]:
 
 
 def _system_item(msg: ir.Message) -> dict[str, Any]:
-    for part in msg.parts:
-        if isinstance(part, ir.OpaquePart):
-            refuse.opaque(part, NAME)
     return {"type": "message", "role": "developer",
-            "content": [{"type": "input_text", "text": p.text} for p in msg.parts if isinstance(p, ir.TextPart)]}
+            "content": [{"type": "input_text", "text": p.text} for p in refuse.system_text(msg.parts, NAME)]}
 
 
 def _input_part(part: ir.TextPart | ir.ImagePart | ir.DocumentPart) -> dict[str, Any]:
