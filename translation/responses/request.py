@@ -345,10 +345,12 @@ def parse_request(body: Any) -> ir.Request:
     if parallel is not None and not isinstance(parallel, bool):
         raise _fail("parallel_tool_calls", "must be a boolean")
     choice = parse_tool_choice(body.get("tool_choice"))
-    # store, client_metadata (Codex), service_tier, truncation, …: nothing another protocol takes.
-    include = body.get("include")
     if choice is not None and parallel is False:
         choice.disable_parallel = True
+    # Of ``include`` only the logprobs entry means something to another protocol (encrypted
+    # reasoning is asked for by the Responses builder itself); store, client_metadata (Codex),
+    # service_tier, truncation, …: nothing another protocol takes, dropped.
+    include = body.get("include")
     return ir.Request(
         model=model,
         messages=conv.messages,
