@@ -230,6 +230,9 @@ class UpstreamCaps:
     thinking: bool = True
     cache_control: bool = True
     structured_output: bool = True  # Anthropic output_config.format
+    # Anthropic thinking {"type": "adaptive"} + output_config.effort (Claude 4.6 and later);
+    # False for the models before it, which take only a budget.
+    adaptive_thinking: bool = True
 
 
 # ----------------------------------------------------------------- stream events

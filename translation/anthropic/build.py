@@ -2,8 +2,9 @@
 
 Reasoning: an effort (Chat ``reasoning_effort``, Responses ``reasoning.effort``)
 becomes ``thinking: {"type": "adaptive"}`` with ``output_config.effort``, the only form
-Claude 4.7 and later accept; a token budget (OpenRouter's ``reasoning.max_tokens``)
-stays ``thinking: {"type": "enabled", "budget_tokens"}`` for the models before 4.6.
+Claude 4.7 and later accept; a token budget (OpenRouter's ``reasoning.max_tokens``), or
+any reasoning for an upstream without ``caps.adaptive_thinking`` (the models before 4.6),
+is ``thinking: {"type": "enabled", "budget_tokens"}``.
 Structured output goes to ``output_config.format``; Chat/Responses ``json_object``
 (JSON mode) has no Anthropic form and is dropped: OpenAI only accepts it when the
 conversation itself asks for JSON, so the instruction is already in the prompt, and
@@ -253,8 +254,9 @@ def _thinking(req: ir.Request, caps: ir.UpstreamCaps) -> dict[str, Any] | None:
         # "Tool use with extended thinking only supports tool_choice auto or none"
         # (Anthropic's extended-thinking docs): a forced tool wins, thinking is dropped.
         return None
-    if wanted.budget_tokens is not None:
-        return {"type": "enabled", "budget_tokens": max(wanted.budget_tokens, reasoning.MIN_BUDGET)}
+    if wanted.budget_tokens is not None or not caps.adaptive_thinking:
+        budget = wanted.budget_tokens or reasoning.effort_to_budget(wanted.effort)
+        return {"type": "enabled", "budget_tokens": max(budget, reasoning.MIN_BUDGET)}
     return {"type": "adaptive"}
 
 
@@ -262,7 +264,7 @@ def _output_config(req: ir.Request, caps: ir.UpstreamCaps, thinking: dict[str, A
     config: dict[str, Any] = {}
     wanted = req.reasoning
     # Effort also steers a turn without thinking (a forced tool), so it outlives a dropped thinking block.
-    if wanted is not None and wanted.enabled and caps.thinking and wanted.effort is not None:
+    if wanted is not None and wanted.enabled and caps.thinking and caps.adaptive_thinking and wanted.effort is not None:
         if thinking is None or thinking["type"] == "adaptive":
             config["effort"] = reasoning.anthropic_effort(wanted.effort)
     fmt = req.response_format

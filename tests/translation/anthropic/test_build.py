@@ -491,3 +491,10 @@ def test_passthrough_drops_structured_output_for_an_upstream_without_it() -> Non
     no_format = ir.UpstreamCaps(structured_output=False)
     assert "output_config" not in anthropic.passthrough_request(only_format, "u", no_format)
     assert anthropic.passthrough_request(body, "u", CAPS)["output_config"] == body["output_config"]
+
+
+def test_an_upstream_without_adaptive_thinking_gets_a_budget_and_no_effort() -> None:
+    old = ir.UpstreamCaps(adaptive_thinking=False)
+    body = build(req(U(T("q")), reasoning=ir.Reasoning(effort="low")), old)
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": reasoning.effort_to_budget("low")}
+    assert "output_config" not in body and body["max_tokens"] > body["thinking"]["budget_tokens"]
