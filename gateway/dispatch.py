@@ -22,7 +22,7 @@ import email.utils
 import logging
 import time
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -41,8 +41,8 @@ from translation.protocol import EncodeContext, ProtocolModule
 
 from . import reqlog
 from .clientstream import ClientStream, Encoding, Forwarding
-from .errors import NestingTooDeep, NoAccounts, UpstreamFailed, UpstreamUnavailable, passable
-from .forwarding import Forwarded
+from .errors import InvalidRequest, NestingTooDeep, NoAccounts, UpstreamFailed, UpstreamUnavailable, passable
+from .forwarding import Forwarded, forwarded
 from .relay import TIMEOUT, Batch, Decoding, Reader, Tapping, UpstreamStream, read_until_content
 from .responses import SSE_HEADERS, raw_json_response
 from .routing import Route
@@ -64,7 +64,9 @@ class Exchange:
     body: dict[str, Any]
     request: ir.Request
     route: Route
-    forwarded: Forwarded = Forwarded()
+    # The client's headers and query string: what of them reaches the upstream is gateway.forwarding's call.
+    headers: Mapping[str, str] = field(default_factory=dict)
+    query: str = ""
     started: float = field(default_factory=time.monotonic)
     record: reqlog.LogRecord = field(init=False)
 
@@ -88,15 +90,23 @@ class _Retry(Exception):
     """This attempt failed in a way another account may fix."""
 
 
-def upstream_body(ex: Exchange, proto: ProtocolModule) -> bytes:
+def upstream_request(ex: Exchange, proto: ProtocolModule) -> tuple[bytes, Forwarded]:
+    """The upstream's body, and the headers and query string that go with it."""
+
     provider, model = ex.route.provider, ex.route.upstream_model
     if ex.passthrough:
         # Same protocol: the client's own body, so fields we don't model still reach the upstream.
         body = proto.passthrough_request(ex.body, model, provider.caps)
+        betas: list[str] = []
     else:
-        body = proto.build_request(ex.request, model, provider.caps)
+        try:
+            body = proto.build_request(ex.request, model, provider.caps)
+        except ir.InvalidRequest as exc:  # something the upstream's protocol cannot carry
+            raise InvalidRequest(exc.message, exc.param) from exc
+        betas = proto.required_betas(body)
+    fwd = forwarded(ex.headers, ex.query, ex.client.NAME, provider.protocol, betas)
     try:
-        return sse.dumps(body).encode()
+        return sse.dumps(body).encode(), fwd
     except TypeError as exc:
         # Refused here, where the body is serialised anyway, not by a second dump of every body.
         raise NestingTooDeep from exc
@@ -105,7 +115,7 @@ def upstream_body(ex: Exchange, proto: ProtocolModule) -> bytes:
 async def dispatch(ex: Exchange, max_attempts: int, keepalive: float) -> HttpResponse:
     provider = ex.route.provider
     proto = registry.get(provider.protocol)
-    body = upstream_body(ex, proto)
+    body, fwd = upstream_request(ex, proto)
     tried: list[int] = []
     last_network_error: str | None = None
     for _ in range(max_attempts):
@@ -119,7 +129,7 @@ async def dispatch(ex: Exchange, max_attempts: int, keepalive: float) -> HttpRes
         ex.record.attempts.append(attempt)
         t0 = time.monotonic()
         try:
-            return await _attempt(ex, proto, UpstreamTarget(provider, secret, proto.PATH, ex.forwarded),
+            return await _attempt(ex, proto, UpstreamTarget(provider, secret, proto.PATH, fwd),
                                   body, attempt, keepalive, secret)
         except _Retry:
             last_network_error = attempt.error if attempt.verdict == "network" else None

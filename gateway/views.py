@@ -21,7 +21,6 @@ from .auth import authenticate
 from .count_tokens import count_input_tokens
 from .dispatch import Exchange, dispatch
 from .errors import GatewayError, InvalidRequest, NestingTooDeep, UpstreamFailed, render, status_of
-from .forwarding import forwarded
 from .models_list import list_models
 from .ratelimit import limits
 from .responses import json_response, raw_json_response
@@ -88,8 +87,8 @@ async def api_call(request: HttpRequest, proto_name: str, allow_x_api_key: bool)
         ireq = parse_request(proto, body)
         route = resolve(ireq.model, snap)
         check_allowed(key, ireq.model)
-        fwd = forwarded(request.headers, request.META.get("QUERY_STRING", ""), proto.NAME, route.provider.protocol)
-        ex = Exchange(new_id("req_"), proto, key, body, ireq, route, fwd)
+        ex = Exchange(new_id("req_"), proto, key, body, ireq, route, request.headers,
+                      request.META.get("QUERY_STRING", ""))
         ex.record.request_body = reqlog.capped(request.body)
         return await dispatch(ex, settings.GATEWAY_MAX_ATTEMPTS, settings.GATEWAY_KEEPALIVE_SECONDS)
     except GatewayError as err:

@@ -82,6 +82,10 @@ class DocumentPart:
     filename: str | None = None
     title: str | None = None
     file_id: str | None = None  # a provider Files-API id: only meaningful to that provider
+    context: str | None = None  # Anthropic ``context``: what the document is, for the model
+    # Where the client sent it (e.g. "messages[0].content[1].source.file_id"), so that a
+    # builder refusing a foreign ``file_id`` names the field.
+    param: str | None = None
     type: Literal["document"] = "document"
 
 
@@ -93,6 +97,7 @@ class OpaquePart:
     kind: str  # the wire type, e.g. "search_result", "bogus"
     protocol: str  # where it came from
     raw: JSON = field(default_factory=dict)
+    param: str | None = None  # where the client sent it, e.g. "messages[1].content[0].type"
     type: Literal["opaque"] = "opaque"
 
 
@@ -170,6 +175,16 @@ class Reasoning:
 
 
 @dataclass
+class WebSearch:
+    """A provider-hosted web search tool (Responses ``web_search``, Anthropic ``web_search_*``)."""
+
+    allowed_domains: list[str] = field(default_factory=list)
+    blocked_domains: list[str] = field(default_factory=list)
+    user_location: JSON | None = None  # {"city", "region", "country", "timezone"}
+    max_uses: int | None = None
+
+
+@dataclass
 class ResponseFormat:
     """Structured output: Chat ``response_format``, Responses ``text.format``,
     Anthropic ``output_config.format``."""
@@ -201,8 +216,10 @@ class Request:
     logprobs: bool = False
     top_logprobs: int | None = None
     prompt_cache_key: str | None = None
+    web_search: WebSearch | None = None
     # Tools the source protocol had but the IR cannot express (e.g. Responses
-    # web_search). Kept only so the gateway can log what was dropped.
+    # file_search), and those a builder's target cannot take (web_search for Chat).
+    # Kept only so the gateway can log what was dropped.
     dropped_tools: list[str] = field(default_factory=list)
 
 
@@ -212,6 +229,10 @@ class UpstreamCaps:
 
     thinking: bool = True
     cache_control: bool = True
+    structured_output: bool = True  # Anthropic output_config.format
+    # Anthropic thinking {"type": "adaptive"} + output_config.effort (Claude 4.6 and later);
+    # False for the models before it, which take only a budget.
+    adaptive_thinking: bool = True
 
 
 # ----------------------------------------------------------------- stream events

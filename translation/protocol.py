@@ -61,6 +61,9 @@ class ProtocolModule(Protocol):
 
     def passthrough_request(self, body: dict[str, Any], model: str, caps: ir.UpstreamCaps) -> dict[str, Any]: ...
 
+    def required_betas(self, body: dict[str, Any]) -> list[str]:
+        """Beta switches a body this module built relies on (the ``anthropic-beta`` header)."""
+
     def parse_response(self, body: Any) -> ir.Response: ...
 
     def render_response(self, resp: ir.Response, ctx: EncodeContext) -> dict[str, Any]: ...

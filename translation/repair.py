@@ -42,3 +42,39 @@ def complete_orphan_tool_calls(messages: list[ir.Message]) -> list[ir.Message]:
         else:
             out.append(ir.Message("user", synthetic))
     return out
+
+
+def defer_system_messages(messages: list[ir.Message], *, after_user_only: bool) -> list[ir.Message]:
+    """Move each mid-conversation system message to where the target accepts it.
+
+    A system message may never sit between an assistant turn's tool calls and the
+    results that answer them (OpenAI wants ``tool`` messages right after the call,
+    Anthropic the ``tool_result`` blocks in the very next user turn); with
+    ``after_user_only`` (Anthropic's placement rule for ``role: "system"``) it must
+    follow a user turn. A misplaced one moves to just after the next user turn, which
+    still comes before the model's next answer; with no user turn left it stays last.
+    """
+
+    out: list[ir.Message] = []
+    waiting: list[ir.Message] = []
+    for msg in messages:
+        if msg.role == "system":
+            prev = out[-1] if out else None
+            if waiting or not _system_may_follow(prev, after_user_only):
+                waiting.append(msg)
+            else:
+                out.append(msg)
+            continue
+        out.append(msg)
+        if msg.role == "user" and waiting:
+            out.extend(waiting)
+            waiting = []
+    return out + waiting
+
+
+def _system_may_follow(prev: ir.Message | None, after_user_only: bool) -> bool:
+    if prev is None:
+        return not after_user_only
+    if prev.role == "assistant" and any(isinstance(p, ir.ToolCallPart) for p in prev.parts):
+        return False
+    return prev.role in ("user", "system") or not after_user_only

@@ -139,9 +139,14 @@ def test_codex_request_is_translated_with_history_and_tools(pool: Any, gateway: 
     assert events[-1].event == "response.completed"
     sent = last_upstream_request(mock_upstream)["body"]
     text = str(sent)
-    assert "web_search" not in text and "namespace" not in text
-    names = sorted(t.get("name") or t["function"]["name"] for t in sent["tools"])
-    assert names == ["read_file", "shell"]
+    assert "namespace" not in text
+    # A namespace's functions are flattened to "<namespace>__<name>"; the hosted web search
+    # becomes Anthropic's server tool, and has no Chat equivalent.
+    functions = [t for t in sent["tools"] if t.get("type") in (None, "function")]
+    names = sorted(t.get("name") or t["function"]["name"] for t in functions)
+    assert names == ["mcp__files__read_file", "shell"]
+    web_search = [t for t in sent["tools"] if t.get("type") == "web_search_20250305"]
+    assert len(web_search) == (1 if upstream == "anthropic" else 0)
     assert "README.md" in text  # the tool result reached the upstream
     assert "call_1" in text
     assert "You are Codex" in text

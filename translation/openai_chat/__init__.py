@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..passthrough import ModelRewrite
 from ..protocol import EncodeContext
 from .build import build_request, passthrough_request
@@ -28,8 +30,14 @@ def stream_encoder(ctx: EncodeContext) -> ChatStreamEncoder:
 def stream_tap(rewrite: ModelRewrite | None, client_model: str) -> ChatTap:
     return ChatTap(rewrite, client_model)
 
+def required_betas(body: dict[str, Any]) -> list[str]:
+    """No beta header in this protocol: a built body relies on none."""
+
+    return []
+
+
 __all__ = [
     "NAME", "PATH", "ChatStreamDecoder", "ChatStreamEncoder", "build_request", "parse_error",
     "parse_request", "parse_response", "passthrough_request", "render_error", "render_response",
-    "stream_decoder", "stream_encoder", "stream_tap",
+    "stream_decoder", "stream_encoder", "stream_tap", "required_betas",
 ]

@@ -1,6 +1,10 @@
 """Client Chat Completions body → :class:`ir.Request` (with validation).
 
-Building the upstream body from the IR lives in :mod:`.build`.
+Leading system/developer messages become ``req.system``; later ones stay in the
+conversation as IR system messages at their position. Content parts the IR cannot
+express (``input_audio``, a future type) become :class:`ir.OpaquePart` with their
+path, for a builder of another protocol to refuse: the same-protocol passthrough
+sends the client's own body. Building the upstream body lives in :mod:`.build`.
 """
 
 from __future__ import annotations
@@ -13,8 +17,8 @@ from .validate import fail, obj, opt_bool, opt_int, opt_list, opt_number, opt_st
 
 _DATA_URL = re.compile(r"data:(?P<mt>[^;,]*)(?:;[^;,]*)*;base64,(?P<data>.*)", re.DOTALL)
 _DEFAULT_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
-# Content parts the IR has no slot for: accepted and dropped on purpose.
-_DROPPED_USER_PARTS = frozenset({"input_audio", "file"})
+PROTOCOL = "openai_chat"
+_RESPONSE_FORMATS = ("text", "json_object", "json_schema")
 _MODES: dict[str, Literal["auto", "none", "required"]] = {
     "auto": "auto", "none": "none", "required": "required"}
 
@@ -50,6 +54,11 @@ def parse_request(body: Any) -> ir.Request:
     req.stream = bool(opt_bool(body, "stream"))
     req.user = opt_str(body, "user", "user")
     req.metadata = _metadata(body.get("metadata"))
+    req.response_format = _response_format(body.get("response_format"))
+    req.logprobs = bool(opt_bool(body, "logprobs"))
+    req.top_logprobs = opt_int(body, "top_logprobs", minimum=0)
+    req.prompt_cache_key = opt_str(body, "prompt_cache_key", "prompt_cache_key")
+    req.web_search = _web_search(body.get("web_search_options"))
     return req
 
 
@@ -71,7 +80,12 @@ class _Conversation:
         content = message.get("content")
         match role:
             case "system" | "developer":
-                self.system.extend(_text_parts(content, f"{path}.content"))
+                texts = _text_parts(content, f"{path}.content")
+                if not self.messages and all(isinstance(p, ir.TextPart) for p in texts):
+                    self.system.extend(p for p in texts if isinstance(p, ir.TextPart))
+                else:
+                    self._tool_turn = None
+                    self.messages.append(ir.Message("system", [*texts]))
             case "user":
                 self._add_user(_user_parts(content, f"{path}.content"))
             case "assistant":
@@ -81,7 +95,10 @@ class _Conversation:
                     self.messages.append(ir.Message("assistant", parts))
             case "tool":
                 call_id = req_str(message, "tool_call_id", f"{path}.tool_call_id")
-                self._add_result(ir.ToolResultPart(call_id, list(_text_parts(content, f"{path}.content"))))
+                texts = _text_parts(content, f"{path}.content")
+                self._add_result(ir.ToolResultPart(call_id, [p for p in texts if isinstance(p, ir.TextPart)]))
+                if self._tool_turn is not None:  # what a tool message cannot hold rides beside it
+                    self._tool_turn.parts.extend(p for p in texts if isinstance(p, ir.OpaquePart))
             case "function":
                 name = req_str(message, "name", f"{path}.name")
                 text = opt_str(message, "content", f"{path}.content") or ""
@@ -103,20 +120,27 @@ class _Conversation:
         self._tool_turn.parts.append(part)
 
 
-def _text_parts(content: Any, path: str) -> list[ir.TextPart]:
+def _opaque(part: dict[str, Any], path: str) -> ir.OpaquePart:
+    kind = part.get("type")
+    if not isinstance(kind, str):
+        fail(f"{path}.type", "must be a string")
+    return ir.OpaquePart(kind=kind, protocol=PROTOCOL, raw=part, param=f"{path}.type")
+
+
+def _text_parts(content: Any, path: str) -> list[ir.TextPart | ir.OpaquePart]:
     """System, developer and tool content: a string or an array of text parts."""
 
     if isinstance(content, str):
         return [ir.TextPart(content)]
     if not isinstance(content, list):
         fail(path, "must be a string or an array of text parts")
-    out: list[ir.TextPart] = []
+    out: list[ir.TextPart | ir.OpaquePart] = []
     for j, part in enumerate(content):
         part = obj(part, f"{path}[{j}]")
-        kind = part.get("type")
-        if kind != "text":
-            fail(f"{path}[{j}].type", f"unknown content part type {kind!r} (only 'text' is allowed here)")
-        out.append(ir.TextPart(req_str(part, "text", f"{path}[{j}].text", empty=True)))
+        if part.get("type") == "text":
+            out.append(ir.TextPart(req_str(part, "text", f"{path}[{j}].text", empty=True)))
+        else:
+            out.append(_opaque(part, f"{path}[{j}]"))
     return out
 
 
@@ -134,11 +158,26 @@ def _user_parts(content: Any, path: str) -> list[ir.Part]:
             out.append(ir.TextPart(req_str(part, "text", f"{where}.text", empty=True)))
         elif kind == "image_url":
             out.append(_image(part.get("image_url"), f"{where}.image_url"))
-        elif kind in _DROPPED_USER_PARTS:
-            continue
-        else:
-            fail(f"{where}.type", f"unknown content part type {kind!r}")
+        elif kind == "file":
+            out.append(_file(part.get("file"), f"{where}.file"))
+        else:  # input_audio, a future type
+            out.append(_opaque(part, where))
     return out
+
+
+def _file(value: Any, path: str) -> ir.DocumentPart:
+    """``{"file_data": "data:application/pdf;base64,…", "filename"}`` or ``{"file_id"}``."""
+
+    spec = obj(value, path)
+    filename = opt_str(spec, "filename", f"{path}.filename")
+    file_id = opt_str(spec, "file_id", f"{path}.file_id")
+    if file_id is not None:
+        return ir.DocumentPart(file_id=file_id, filename=filename, param=f"{path}.file_id")
+    data = req_str(spec, "file_data", f"{path}.file_data")
+    match = _DATA_URL.fullmatch(data)
+    if match is not None:
+        return ir.DocumentPart(data=match["data"], media_type=match["mt"] or "application/pdf", filename=filename)
+    return ir.DocumentPart(data=data, media_type="application/pdf", filename=filename)  # bare base64
 
 
 def _image(value: Any, path: str) -> ir.ImagePart:
@@ -173,13 +212,20 @@ def _assistant_parts(message: dict[str, Any], path: str) -> list[ir.Part]:
             parts.append(ir.TextPart(content))
     elif isinstance(content, list):
         for j, part in enumerate(content):
-            part = obj(part, f"{path}.content[{j}]")
+            where = f"{path}.content[{j}]"
+            part = obj(part, where)
             kind = part.get("type")
-            if kind not in ("text", "refusal"):
-                fail(f"{path}.content[{j}].type", f"unknown content part type {kind!r}")
-            parts.append(ir.TextPart(req_str(part, kind, f"{path}.content[{j}].{kind}", empty=True)))
+            if kind == "text":
+                parts.append(ir.TextPart(req_str(part, "text", f"{where}.text", empty=True)))
+            elif kind == "refusal":
+                parts.append(ir.RefusalPart(req_str(part, "refusal", f"{where}.refusal", empty=True)))
+            else:
+                parts.append(_opaque(part, where))
     elif content is not None:
         fail(f"{path}.content", "must be a string, an array of content parts or null")
+    refusal = opt_str(message, "refusal", f"{path}.refusal")
+    if refusal:
+        parts.append(ir.RefusalPart(refusal))
     for k, call in enumerate(opt_list(message, "tool_calls", f"{path}.tool_calls")):
         parts.append(_tool_call(call, f"{path}.tool_calls[{k}]"))
     legacy = message.get("function_call")
@@ -278,6 +324,37 @@ def _reasoning(body: dict[str, Any]) -> ir.Reasoning | None:
     if enabled is False or effort == "none":
         return ir.Reasoning(enabled=False)
     return ir.Reasoning(effort=effort, budget_tokens=budget)
+
+
+def _response_format(value: Any) -> ir.ResponseFormat | None:
+    if value is None:
+        return None
+    fmt = obj(value, "response_format")
+    kind = fmt.get("type")
+    if kind not in _RESPONSE_FORMATS:
+        fail("response_format.type", f"must be one of {', '.join(_RESPONSE_FORMATS)}")
+    if kind != "json_schema":
+        return ir.ResponseFormat(type=kind)
+    spec = obj(fmt.get("json_schema"), "response_format.json_schema")
+    schema = spec.get("schema")
+    if schema is not None and not isinstance(schema, dict):
+        fail("response_format.json_schema.schema", "must be an object")
+    return ir.ResponseFormat(type="json_schema", name=req_str(spec, "name", "response_format.json_schema.name"),
+                             schema=schema, strict=opt_bool(spec, "strict", "response_format.json_schema.strict"),
+                             description=opt_str(spec, "description", "response_format.json_schema.description"))
+
+
+def _web_search(value: Any) -> ir.WebSearch | None:
+    """``web_search_options`` (the search models' built-in search)."""
+
+    if value is None:
+        return None
+    options = obj(value, "web_search_options")
+    search = ir.WebSearch()
+    location = options.get("user_location")
+    if isinstance(location, dict) and isinstance(location.get("approximate"), dict):
+        search.user_location = {k: v for k, v in location["approximate"].items() if v is not None}
+    return search
 
 
 def _metadata(value: Any) -> dict[str, str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..passthrough import ModelRewrite
 from ..protocol import EncodeContext
 from .build import build_request, passthrough_request
@@ -28,7 +30,13 @@ def stream_encoder(ctx: EncodeContext) -> ResponsesStreamEncoder:
 def stream_tap(rewrite: ModelRewrite | None, client_model: str) -> ResponsesTap:
     return ResponsesTap(rewrite, client_model)
 
+def required_betas(body: dict[str, Any]) -> list[str]:
+    """No beta header in this protocol: a built body relies on none."""
+
+    return []
+
+
 __all__ = [
     "NAME", "PATH", "parse_request", "build_request", "passthrough_request", "parse_response",
-    "render_response", "stream_decoder", "stream_encoder", "stream_tap", "render_error", "parse_error",
+    "render_response", "stream_decoder", "stream_encoder", "stream_tap", "required_betas", "render_error", "parse_error",
 ]

@@ -118,7 +118,8 @@ class ResponsesStreamEncoder(EncoderBase):
             case "tool_call":
                 item = _Item(event.index, "tool_call", index, items.function_call_id(),
                              call_id=items.call_id(event.id), name=event.name or "")
-                added = items.function_call(item.item_id, item.call_id, item.name, "", "in_progress")
+                added = items.function_call(item.item_id, item.call_id, item.name, "", "in_progress",
+                                            self._ctx.body.get("tools"))
             case "server_tool":
                 if event.raw_protocol != RAW_PROTOCOL or event.raw is None:
                     return  # another protocol's built-in tool: nothing a Responses client can show
@@ -182,7 +183,8 @@ class ResponsesStreamEncoder(EncoderBase):
                     out.append(self._event("response.reasoning_summary_part.done", {
                         **self._where(item), "summary_index": 0, "part": items.summary_text(text)}))
             case "tool_call":
-                done = items.function_call(item.item_id, item.call_id, item.name, text, status)
+                done = items.function_call(item.item_id, item.call_id, item.name, text, status,
+                                           self._ctx.body.get("tools"))
                 out.append(self._event("response.function_call_arguments.done", {
                     **self._where(item), "arguments": text}))
             case "server_tool":

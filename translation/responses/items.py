@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ..ids import new_id
+from .tools import split_tool_name
 
 ItemStatus = Literal["in_progress", "completed", "incomplete"]
 
@@ -48,6 +49,13 @@ def reasoning(item_id: str, text: str, signature: str | None) -> dict[str, Any]:
 
 
 def function_call(item_id: str, call: str, name: str, arguments: str,
-                  status: ItemStatus = "completed") -> dict[str, Any]:
-    return {"type": "function_call", "id": item_id, "call_id": call, "name": name,
+                  status: ItemStatus = "completed", client_tools: Any = None) -> dict[str, Any]:
+    """``name`` is the IR's (flat) tool name; a call of one of the client's namespace
+    tools is given back as ``namespace`` + inner ``name``, as Codex routes it."""
+
+    namespace, name = split_tool_name(name, client_tools)
+    item = {"type": "function_call", "id": item_id, "call_id": call, "name": name,
             "arguments": arguments, "status": status}
+    if namespace is not None:
+        item["namespace"] = namespace
+    return item

@@ -97,7 +97,7 @@ def parse_response(body: Any) -> ir.Response:
     return resp
 
 
-def _render_block(block: ir.Block) -> dict[str, Any] | None:
+def _render_block(block: ir.Block, client_tools: Any = None) -> dict[str, Any] | None:
     match block.kind:
         case "text":
             return items.message(items.message_id(), [block.text])
@@ -105,7 +105,7 @@ def _render_block(block: ir.Block) -> dict[str, Any] | None:
             return items.reasoning(items.reasoning_id(block.id), block.text, block.signature)
         case "tool_call":
             return items.function_call(items.function_call_id(), items.call_id(block.id),
-                                       block.name or "", block.text)
+                                       block.name or "", block.text, client_tools=client_tools)
         case "server_tool":
             if block.raw_protocol == RAW_PROTOCOL and block.raw is not None:
                 return block.raw
@@ -114,7 +114,8 @@ def _render_block(block: ir.Block) -> dict[str, Any] | None:
 
 
 def render_response(resp: ir.Response, ctx: EncodeContext) -> dict[str, Any]:
-    output = [item for item in map(_render_block, resp.blocks) if item is not None]
+    tools = ctx.body.get("tools")
+    output = [item for item in (_render_block(b, tools) for b in resp.blocks) if item is not None]
     response_id = ctx.id or new_id("resp_")
     usage = render_usage(resp.usage)
     if resp.error is not None:

@@ -1,6 +1,8 @@
 import copy
 from typing import Any
 
+import pytest
+
 from translation import anthropic, ir, reasoning, repair
 
 CAPS = ir.UpstreamCaps()
@@ -183,13 +185,37 @@ def test_no_tool_choice_without_tools() -> None:
     assert "tool_choice" not in body and "tools" not in body
 
 
-def test_thinking_budget_from_budget_or_effort_with_minimum() -> None:
+def test_a_token_budget_stays_enabled_thinking_with_the_minimum() -> None:
     assert build(req(U(T("q")), reasoning=ir.Reasoning(budget_tokens=5000), max_tokens=20000))["thinking"] == {
         "type": "enabled", "budget_tokens": 5000}
-    assert build(req(U(T("q")), reasoning=ir.Reasoning(effort="high")))["thinking"]["budget_tokens"] == \
-        reasoning.effort_to_budget("high")
     assert build(req(U(T("q")), reasoning=ir.Reasoning(budget_tokens=100)))["thinking"]["budget_tokens"] == 1024
-    assert build(req(U(T("q")), reasoning=ir.Reasoning()))["thinking"]["budget_tokens"] == reasoning.effort_to_budget(None)
+    assert "output_config" not in build(req(U(T("q")), reasoning=ir.Reasoning(budget_tokens=5000)))
+
+
+def test_an_effort_becomes_adaptive_thinking_with_output_config_effort() -> None:
+    body = build(req(U(T("q")), reasoning=ir.Reasoning(effort="high")))
+    assert body["thinking"] == {"type": "adaptive"} and body["output_config"] == {"effort": "high"}
+    # No max_tokens from the client: room for the thinking an effort implies, as OpenAI's defaults give.
+    assert body["max_tokens"] == reasoning.effort_to_budget("high") + 4096
+    assert build(req(U(T("q")), reasoning=ir.Reasoning(effort="high"), max_tokens=2000))["max_tokens"] == 2000
+    # OpenAI's "minimal" is below Anthropic's lowest level; "xhigh" and "max" exist on both or Anthropic.
+    assert build(req(U(T("q")), reasoning=ir.Reasoning(effort="minimal")))["output_config"] == {"effort": "low"}
+    assert build(req(U(T("q")), reasoning=ir.Reasoning(effort="xhigh")))["output_config"] == {"effort": "xhigh"}
+    # Reasoning asked without an effort (Codex's {"summary": "auto"}): the model decides.
+    body = build(req(U(T("q")), reasoning=ir.Reasoning()))
+    assert body["thinking"] == {"type": "adaptive"} and "output_config" not in body
+
+
+def test_a_forced_tool_drops_thinking_but_keeps_the_effort() -> None:
+    tool = ir.Tool("f", None, {"type": "object"})
+    body = build(req(U(T("q")), tools=[tool], tool_choice=ir.ToolChoice("named", name="f"),
+                     reasoning=ir.Reasoning(effort="low")))
+    assert "thinking" not in body and body["output_config"] == {"effort": "low"}
+
+
+def test_no_thinking_fields_for_an_upstream_without_thinking() -> None:
+    body = build(req(U(T("q")), reasoning=ir.Reasoning(effort="high")), NO_THINKING)
+    assert "thinking" not in body and "output_config" not in body
 
 
 def test_max_tokens_raised_above_the_thinking_budget() -> None:
@@ -338,4 +364,137 @@ def test_forced_tool_choice_wins_over_thinking() -> None:
                          temperature=0.3))
         assert "thinking" not in body and body["temperature"] == 0.3
     body = build(req(U(T("q")), tools=tools, tool_choice=ir.ToolChoice("auto"), reasoning=ir.Reasoning(effort="high")))
-    assert body["thinking"]["type"] == "enabled"
+    assert body["thinking"]["type"] == "adaptive"
+
+
+# ----------------------------------------------------------------- system messages, content, betas
+
+def S(text: str) -> ir.Message:
+    return ir.Message("system", [T(text)])
+
+
+def test_a_mid_conversation_system_message_is_sent_at_its_position_with_its_beta() -> None:
+    body = build(req(U(T("q")), S("Be terse."), A(T("ok")), U(T("again"))))
+    assert [m["role"] for m in body["messages"]] == ["user", "system", "assistant", "user"]
+    assert body["messages"][1] == {"role": "system", "content": [{"type": "text", "text": "Be terse."}]}
+    assert anthropic.required_betas(body) == ["mid-conversation-system-2026-04-07"]
+    assert anthropic.required_betas(build(req(U(T("q"))))) == []
+
+
+def test_a_system_message_after_the_assistant_moves_after_the_next_user_turn() -> None:
+    # Anthropic takes role "system" only right after a user turn.
+    body = build(req(U(T("q")), A(T("ok")), S("Now in French."), U(T("again"))))
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user", "system"]
+
+
+def test_a_system_message_never_separates_tool_calls_from_their_results() -> None:
+    call = ir.ToolCallPart("toolu_1", "f", "{}")
+    body = build(req(U(T("q")), A(call), S("Mind the budget."), U(ir.ToolResultPart("toolu_1", [T("42")]))))
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user", "system"]
+    assert body["messages"][2]["content"][0]["type"] == "tool_result"
+    assert not any(b.get("content") == repair.ORPHAN_RESULT_TEXT for m in body["messages"] for b in m["content"])
+
+
+def test_a_trailing_system_message_after_the_assistant_is_said_as_the_user() -> None:
+    body = build(req(U(T("q")), A(T("ok")), S("Continue in French.")))
+    assert body["messages"][-1] == {"role": "user", "content": [{"type": "text", "text": "Continue in French."}]}
+
+
+def test_context_management_and_output_format_need_their_betas() -> None:
+    assert anthropic.required_betas({"messages": [], "context_management": {"edits": []}}) == [
+        "context-management-2025-06-27"]
+    assert anthropic.required_betas({"messages": [], "output_format": {}}) == ["structured-outputs-2025-11-13"]
+
+
+def test_documents_become_document_blocks() -> None:
+    body = build(req(U(
+        ir.DocumentPart(data="JVBE", media_type="application/pdf", filename="q3.pdf"),
+        ir.DocumentPart(url="https://example.com/a.pdf", title="A", context="ctx"),
+        ir.DocumentPart(text="plain", media_type="text/plain", title="Notes"),
+        ir.DocumentPart(data="aGVsbG8=", media_type="text/plain"),
+    )))
+    assert body["messages"][0]["content"] == [
+        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"},
+         "title": "q3.pdf"},
+        {"type": "document", "source": {"type": "url", "url": "https://example.com/a.pdf"}, "title": "A",
+         "context": "ctx"},
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "plain"}, "title": "Notes"},
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "hello"}},
+    ]
+
+
+def test_a_document_in_a_tool_result_stays_in_it() -> None:
+    doc = ir.DocumentPart(data="JVBE", media_type="application/pdf")
+    body = build(req(U(T("q")), A(ir.ToolCallPart("t", "f", "{}")), U(ir.ToolResultPart("t", [T("see"), doc]))))
+    assert body["messages"][2]["content"][0]["content"][1]["type"] == "document"
+
+
+def test_a_foreign_file_id_is_refused_naming_the_field() -> None:
+    doc = ir.DocumentPart(file_id="file-abc", param="messages[0].content[1].file.file_id")
+    with pytest.raises(ir.InvalidRequest) as err:
+        build(req(U(T("q"), doc)))
+    assert err.value.param == "messages[0].content[1].file.file_id" and "file-abc" in err.value.message
+
+
+def test_an_opaque_part_from_another_protocol_is_refused_by_type_and_path() -> None:
+    part = ir.OpaquePart("input_audio", "openai_chat", {"type": "input_audio"}, "messages[1].content[0].type")
+    with pytest.raises(ir.InvalidRequest) as err:
+        build(req(U(T("q"), part)))
+    assert err.value.param == "messages[1].content[0].type" and "'input_audio'" in err.value.message
+
+
+def test_a_refusal_in_history_is_assistant_text() -> None:
+    body = build(req(U(T("q")), A(ir.RefusalPart("I can't help with that.")), U(T("ok"))))
+    assert body["messages"][1]["content"] == [{"type": "text", "text": "I can't help with that."}]
+
+
+def test_logprobs_are_refused_and_false_is_ignored() -> None:
+    with pytest.raises(ir.InvalidRequest) as err:
+        build(req(U(T("q")), logprobs=True, top_logprobs=3))
+    assert err.value.param == "logprobs"
+    assert "logprobs" not in build(req(U(T("q")), logprobs=False))
+
+
+def test_prompt_cache_key_is_dropped() -> None:
+    assert "prompt_cache_key" not in build(req(U(T("q")), prompt_cache_key="k"))
+
+
+def test_web_search_becomes_the_server_tool() -> None:
+    search = ir.WebSearch(allowed_domains=["example.com"], user_location={"country": "FR", "city": "Paris"})
+    body = build(req(U(T("q")), web_search=search, tools=[ir.Tool("f", None, {"type": "object"})]))
+    assert body["tools"][-1] == {"type": "web_search_20250305", "name": "web_search",
+                                 "allowed_domains": ["example.com"],
+                                 "user_location": {"type": "approximate", "country": "FR", "city": "Paris"}}
+    assert build(req(U(T("q")), web_search=ir.WebSearch()))["tools"] == [
+        {"type": "web_search_20250305", "name": "web_search"}]
+
+
+def test_structured_output_goes_to_output_config_format() -> None:
+    schema = {"type": "object", "properties": {}, "additionalProperties": False}
+    fmt = ir.ResponseFormat(type="json_schema", name="answer", schema=schema, strict=True)
+    body = build(req(U(T("q")), response_format=fmt, reasoning=ir.Reasoning(effort="low")))
+    assert body["output_config"] == {"effort": "low", "format": {"type": "json_schema", "schema": schema}}
+    assert "output_config" not in build(req(U(T("q")), response_format=fmt), ir.UpstreamCaps(structured_output=False))
+    # JSON mode has no Anthropic form (see the module docstring): dropped, the prompt already asks for JSON.
+    assert "output_config" not in build(req(U(T("q")), response_format=ir.ResponseFormat(type="json_object")))
+    assert "output_config" not in build(req(U(T("q")), response_format=ir.ResponseFormat(type="text")))
+
+
+def test_passthrough_drops_structured_output_for_an_upstream_without_it() -> None:
+    body = {"model": "c", "max_tokens": 1, "messages": [{"role": "user", "content": "q"}],
+            "output_config": {"effort": "low", "format": {"type": "json_schema", "schema": {}}},
+            "output_format": {"type": "json_schema", "schema": {}}}
+    out = anthropic.passthrough_request(body, "u", ir.UpstreamCaps(structured_output=False))
+    assert out["output_config"] == {"effort": "low"} and "output_format" not in out
+    assert body["output_config"]["format"] == {"type": "json_schema", "schema": {}}  # the client's body is untouched
+    only_format = {**body, "output_config": {"format": {"type": "json_schema", "schema": {}}}}
+    no_format = ir.UpstreamCaps(structured_output=False)
+    assert "output_config" not in anthropic.passthrough_request(only_format, "u", no_format)
+    assert anthropic.passthrough_request(body, "u", CAPS)["output_config"] == body["output_config"]
+
+
+def test_an_upstream_without_adaptive_thinking_gets_a_budget_and_no_effort() -> None:
+    old = ir.UpstreamCaps(adaptive_thinking=False)
+    body = build(req(U(T("q")), reasoning=ir.Reasoning(effort="low")), old)
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": reasoning.effort_to_budget("low")}
+    assert "output_config" not in body and body["max_tokens"] > body["thinking"]["budget_tokens"]

@@ -39,7 +39,8 @@ BAD_BODIES: list[tuple[Any, str | None]] = [
     (body(messages=[]), "messages"),
     (body(messages={"role": "user"}), "messages"),
     (body(messages=["hi"]), "messages[0]"),
-    (body(messages=[{"role": "system", "content": "x"}]), "messages[0].role"),
+    (body(messages=[{"role": "tool", "content": "x"}]), "messages[0].role"),
+    (body(messages=[{"role": "system", "content": "x"}, {"role": "user", "content": "y"}]), "messages[0].role"),
     (body(messages=[{"content": "x"}]), "messages[0].role"),
     (body(messages=[{"role": "user", "content": 5}]), "messages[0].content"),
     (body(messages=[{"role": "user"}]), "messages[0].content"),
@@ -174,7 +175,8 @@ def test_tool_use_and_tool_result_round() -> None:
     results = req.messages[2].parts
     assert results[0] == ir.ToolResultPart("toolu_1", [ir.TextPart("18C")])
     assert results[1] == ir.ToolResultPart(
-        "toolu_2", [ir.TextPart("failed"), ir.ImagePart(data="QQ", media_type="image/png")], is_error=True)
+        "toolu_2", [ir.TextPart("failed"), ir.ImagePart(data="QQ", media_type="image/png"),
+                    ir.DocumentPart(text="x", media_type="text/plain")], is_error=True)
     assert results[2] == ir.ToolResultPart("toolu_3", [])
 
 
@@ -195,21 +197,78 @@ def test_thinking_and_redacted_thinking_in_assistant_history() -> None:
                                      ir.ReasoningPart(redacted="opaque"), ir.TextPart("answer")]
 
 
-def test_blocks_without_an_ir_slot_are_dropped() -> None:
-    # document, search_result, server tool blocks and container uploads have no IR slot: dropped on purpose.
+def test_blocks_without_an_ir_slot_are_kept_opaque_with_their_path() -> None:
+    # search_result, server tool blocks, container uploads, Files-API images: kept for a builder to refuse.
+    search = {"type": "search_result", "source": "s", "title": "t", "content": []}
+    upload = {"type": "container_upload", "file_id": "f"}
+    server = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}}
+    image = {"type": "image", "source": {"type": "file", "file_id": "file_1"}}
     req = anthropic.parse_request(body(messages=[
-        user({"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"}},
-             {"type": "search_result", "source": "s", "title": "t", "content": []},
-             {"type": "container_upload", "file_id": "f"},
-             {"type": "text", "text": "Summarise"}),
-        assistant({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}},
-                  {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
-                  {"type": "text", "text": "Found it"}),
-        user({"type": "image", "source": {"type": "file", "file_id": "file_1"}}, {"type": "text", "text": "ok"}),
+        user(search, upload, {"type": "text", "text": "Summarise"}),
+        assistant(server, {"type": "text", "text": "Found it"}),
+        user(image, {"type": "bogus"}),
     ]))
-    assert req.messages[0].parts == [ir.TextPart("Summarise")]
-    assert req.messages[1].parts == [ir.TextPart("Found it")]
-    assert req.messages[2].parts == [ir.TextPart("ok")]
+    assert req.messages[0].parts == [
+        ir.OpaquePart("search_result", "anthropic", search, "messages[0].content[0].type"),
+        ir.OpaquePart("container_upload", "anthropic", upload, "messages[0].content[1].type"),
+        ir.TextPart("Summarise")]
+    assert req.messages[1].parts == [
+        ir.OpaquePart("server_tool_use", "anthropic", server, "messages[1].content[0].type"), ir.TextPart("Found it")]
+    assert [(p.kind, p.param) for p in req.messages[2].parts if isinstance(p, ir.OpaquePart)] == [
+        ("image", "messages[2].content[0].type"), ("bogus", "messages[2].content[1].type")]
+
+
+def test_a_search_result_inside_a_tool_result_rides_beside_it() -> None:
+    inner = {"type": "search_result", "source": "s", "title": "t", "content": []}
+    req = anthropic.parse_request(body(messages=[
+        user({"type": "text", "text": "q"}), assistant({"type": "tool_use", "id": "t1", "name": "f", "input": {}}),
+        user({"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "ok"}, inner]})]))
+    assert req.messages[2].parts == [
+        ir.ToolResultPart("t1", [ir.TextPart("ok")]),
+        ir.OpaquePart("search_result", "anthropic", inner, "messages[2].content[0].content[1].type")]
+
+
+def test_documents_of_every_source() -> None:
+    req = anthropic.parse_request(body(messages=[user(
+        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"},
+         "title": "Q3", "context": "the quarterly report", "citations": {"enabled": True}},
+        {"type": "document", "source": {"type": "url", "url": "https://example.com/a.pdf"}},
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "plain words"}},
+        {"type": "document", "source": {"type": "content", "content": [{"type": "text", "text": "a"},
+                                                                        {"type": "text", "text": "b"}]}},
+        {"type": "document", "source": {"type": "file", "file_id": "file_9"}},
+    )]))
+    assert req.messages[0].parts == [
+        ir.DocumentPart(data="JVBE", media_type="application/pdf", title="Q3", context="the quarterly report"),
+        ir.DocumentPart(url="https://example.com/a.pdf", media_type="application/pdf"),
+        ir.DocumentPart(text="plain words", media_type="text/plain"),
+        ir.DocumentPart(text="a\n\nb", media_type="text/plain"),
+        ir.DocumentPart(file_id="file_9", param="messages[0].content[4].source.file_id"),
+    ]
+
+
+def test_a_system_message_inside_messages_stays_at_its_position() -> None:
+    req = anthropic.parse_request(body(messages=[
+        {"role": "user", "content": "q"},
+        {"role": "system", "content": "Be terse from now on."},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "again"},
+        {"role": "system", "content": [{"type": "text", "text": "A"}, {"type": "text", "text": "B"}]},
+    ]))
+    assert [m.role for m in req.messages] == ["user", "system", "assistant", "user", "system"]
+    assert req.messages[1].parts == [ir.TextPart("Be terse from now on.")]
+    assert req.messages[4].parts == [ir.TextPart("A"), ir.TextPart("B")]
+    assert req.system == []
+
+
+def test_output_config_format_is_the_response_format() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": False}
+    config = {"effort": "low", "format": {"type": "json_schema", "schema": schema}}
+    req = anthropic.parse_request(body(output_config=config))
+    assert req.response_format == ir.ResponseFormat(type="json_schema", schema=schema)
+    assert req.reasoning == ir.Reasoning(effort="low")
+    legacy = anthropic.parse_request(body(output_format={"type": "json_schema", "schema": schema}))
+    assert legacy.response_format == ir.ResponseFormat(type="json_schema", schema=schema)
 
 
 def test_thinking_in_a_user_message_is_dropped() -> None:
@@ -234,7 +293,8 @@ def test_custom_tools_kept_and_server_tools_dropped() -> None:
         {"type": "mcp_toolset", "mcp_server_name": "github"},
     ]))
     assert req.tools == [ir.Tool("get_weather", "Weather", schema), ir.Tool("lookup", None, {"type": "object"})]
-    assert req.dropped_tools == ["web_search_20250305", "bash_20250124", "text_editor_20250728",
+    assert req.web_search == ir.WebSearch(max_uses=5)
+    assert req.dropped_tools == ["bash_20250124", "text_editor_20250728",
                                  "code_execution_20250825", "computer_20250124", "mcp_toolset"]
 
 

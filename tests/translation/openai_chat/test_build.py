@@ -2,6 +2,8 @@
 
 from typing import Any
 
+import pytest
+
 from translation import ir, repair
 from translation.openai_chat import build_request, parse_request, passthrough_request
 
@@ -170,7 +172,7 @@ def test_reasoning_effort_from_effort_or_budget() -> None:
 
 
 def test_anthropic_max_effort_maps_to_an_openai_effort() -> None:
-    assert build_request(request(reasoning=ir.Reasoning(effort="max")), "m", CAPS)["reasoning_effort"] == "high"
+    assert build_request(request(reasoning=ir.Reasoning(effort="max")), "m", CAPS)["reasoning_effort"] == "xhigh"
 
 
 def test_reasoning_disabled_or_not_supported_sends_no_effort() -> None:
@@ -229,3 +231,94 @@ def test_passthrough_removes_reasoning_fields_when_upstream_cannot_think() -> No
     assert "reasoning_effort" not in passthrough_request(body, "b", NO_THINKING)
     assert "reasoning" not in passthrough_request(body, "b", NO_THINKING)
     assert passthrough_request(body, "b", CAPS)["reasoning_effort"] == "high"
+
+
+# ------------------------------------------------------------ system messages, documents, refusals, formats
+
+U = lambda *parts: ir.Message("user", list(parts))  # noqa: E731
+A = lambda *parts: ir.Message("assistant", list(parts))  # noqa: E731
+T = ir.TextPart
+
+
+def test_a_mid_conversation_system_message_keeps_its_position() -> None:
+    out = build_request(request(U(T("q")), A(T("ok")), ir.Message("system", [T("Be brief.")]), U(T("again"))),
+                        "m", CAPS)
+    assert [m["role"] for m in out["messages"]] == ["user", "assistant", "system", "user"]
+    assert out["messages"][2] == {"role": "system", "content": "Be brief."}
+
+
+def test_a_system_message_between_tool_calls_and_results_moves_after_the_results() -> None:
+    call = ir.ToolCallPart("c1", "f", "{}")
+    out = build_request(request(U(T("q")), A(call), ir.Message("system", [T("Hurry.")]),
+                                U(ir.ToolResultPart("c1", [T("42")]))), "m", CAPS)
+    assert [m["role"] for m in out["messages"]] == ["user", "assistant", "tool", "system"]
+    assert out["messages"][2]["content"] == "42"
+
+
+def test_documents_become_file_parts_or_text() -> None:
+    out = build_request(request(U(T("read"), ir.DocumentPart(data="JVBE", media_type="application/pdf", title="Q3"),
+                                  ir.DocumentPart(text="plain words", title="Notes", context="from the wiki"))),
+                        "m", CAPS)
+    assert out["messages"][0]["content"] == [
+        {"type": "text", "text": "read"},
+        {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBE", "filename": "Q3"}},
+        {"type": "text", "text": "Notes\n\nfrom the wiki\n\nplain words"},
+    ]
+
+
+def test_a_text_document_in_a_tool_result_is_its_text_and_a_pdf_is_refused() -> None:
+    call = A(ir.ToolCallPart("c1", "f", "{}"))
+    out = build_request(request(U(T("q")), call, U(ir.ToolResultPart("c1", [ir.DocumentPart(text="hello")]))),
+                        "m", CAPS)
+    assert out["messages"][2] == {"role": "tool", "tool_call_id": "c1", "content": "hello"}
+    pdf = ir.DocumentPart(data="JVBE", media_type="application/pdf")
+    with pytest.raises(ir.InvalidRequest, match="PDF"):
+        build_request(request(U(T("q")), call, U(ir.ToolResultPart("c1", [pdf]))), "m", CAPS)
+
+
+def test_file_ids_document_urls_and_opaque_parts_are_refused_by_name() -> None:
+    cases = [
+        (ir.DocumentPart(file_id="file_011", param="messages[0].content[0].source.file_id"),
+         "messages[0].content[0].source.file_id", "file_011"),
+        (ir.DocumentPart(url="https://x/a.pdf", param=None), None, "URL"),
+        (ir.OpaquePart("search_result", "anthropic", {"type": "search_result"}, "messages[2].content[0].type"),
+         "messages[2].content[0].type", "'search_result'"),
+    ]
+    for part, param, words in cases:
+        with pytest.raises(ir.InvalidRequest) as err:
+            build_request(request(U(T("q"), part)), "m", CAPS)
+        assert err.value.param == param and words in err.value.message
+
+
+def test_an_opaque_part_in_an_assistant_or_system_message_is_refused() -> None:
+    part = ir.OpaquePart("server_tool_use", "anthropic", {}, "messages[1].content[0].type")
+    for message in (A(part), ir.Message("system", [part])):
+        with pytest.raises(ir.InvalidRequest) as err:
+            build_request(request(U(T("q")), message), "m", CAPS)
+        assert err.value.param == "messages[1].content[0].type"
+
+
+def test_a_refusal_in_history_is_the_assistant_refusal_field() -> None:
+    out = build_request(request(U(T("q")), A(ir.RefusalPart("I can't.")), U(T("ok"))), "m", CAPS)
+    assert out["messages"][1] == {"role": "assistant", "content": None, "refusal": "I can't."}
+
+
+def test_response_format_logprobs_and_prompt_cache_key() -> None:
+    schema = {"type": "object"}
+    out = build_request(request(response_format=ir.ResponseFormat("json_schema", None, schema, True),
+                                logprobs=True, top_logprobs=2, prompt_cache_key="k"), "m", CAPS)
+    assert out["response_format"] == {"type": "json_schema",
+                                      "json_schema": {"name": "response", "schema": schema, "strict": True}}
+    assert (out["logprobs"], out["top_logprobs"], out["prompt_cache_key"]) == (True, 2, "k")
+    assert build_request(request(response_format=ir.ResponseFormat("json_object")), "m", CAPS)[
+        "response_format"] == {"type": "json_object"}
+    assert "logprobs" not in build_request(request(top_logprobs=2), "m", CAPS)
+
+
+def test_web_search_is_dropped_and_recorded() -> None:
+    req = request(web_search=ir.WebSearch())
+    out = build_request(req, "m", CAPS)
+    assert "tools" not in out and "web_search_options" not in out
+    assert req.dropped_tools == ["web_search"]
+    build_request(req, "m", CAPS)
+    assert req.dropped_tools == ["web_search"]  # building twice records it once

@@ -38,7 +38,6 @@ BAD_BODIES: list[tuple[Any, str | None]] = [
     (msgs({"role": 1, "content": "x"}), "messages[0].role"),
     (msgs(USER, {"role": "user", "content": None}), "messages[1].content"),
     (msgs({"role": "user", "content": 5}), "messages[0].content"),
-    (msgs({"role": "user", "content": [{"type": "video", "url": "x"}]}), "messages[0].content[0].type"),
     (msgs({"role": "user", "content": [{"text": "no type"}]}), "messages[0].content[0].type"),
     (msgs({"role": "user", "content": ["bare string"]}), "messages[0].content[0]"),
     (msgs({"role": "user", "content": [{"type": "text", "text": 3}]}), "messages[0].content[0].text"),
@@ -48,11 +47,8 @@ BAD_BODIES: list[tuple[Any, str | None]] = [
      "messages[0].content[0].image_url.url"),
     (msgs({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png,abc"}}]}),
      "messages[0].content[0].image_url.url"),
-    (msgs({"role": "system", "content": [{"type": "image_url", "image_url": {"url": "https://x"}}]}, USER),
-     "messages[0].content[0].type"),
     (msgs({"role": "system", "content": None}, USER), "messages[0].content"),
     (msgs(USER, {"role": "assistant", "content": 7}), "messages[1].content"),
-    (msgs(USER, {"role": "assistant", "content": [{"type": "image_url"}]}), "messages[1].content[0].type"),
     (msgs(USER, {"role": "assistant", "content": None, "tool_calls": {}}), "messages[1].tool_calls"),
     (msgs(USER, {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f",
                                                                                         "arguments": "{}"}}]}),
@@ -69,8 +65,6 @@ BAD_BODIES: list[tuple[Any, str | None]] = [
      "messages[1].tool_calls[0].function"),
     (msgs(USER, {"role": "tool", "content": "x"}), "messages[1].tool_call_id"),
     (msgs(USER, {"role": "tool", "tool_call_id": "c", "content": None}), "messages[1].content"),
-    (msgs(USER, {"role": "tool", "tool_call_id": "c", "content": [{"type": "image_url"}]}),
-     "messages[1].content[0].type"),
     (msgs(USER, {"role": "function", "content": "x"}), "messages[1].name"),
     (body(tools={}), "tools"),
     (body(tools=["f"]), "tools[0]"),
@@ -166,13 +160,68 @@ def test_image_url_given_as_a_bare_string_is_accepted() -> None:
     assert req.messages[0].parts == [ir.ImagePart(url="https://x/y.png")]
 
 
-def test_audio_and_file_parts_are_dropped_on_purpose() -> None:
+def test_audio_and_unknown_parts_are_kept_opaque_and_files_are_documents() -> None:
+    audio = {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}
     req = parse_request(msgs({"role": "user", "content": [
-        {"type": "text", "text": "listen"},
-        {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}},
+        {"type": "text", "text": "listen"}, audio,
         {"type": "file", "file": {"file_id": "file-1"}},
+        {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBE", "filename": "a.pdf"}},
+        {"type": "video", "url": "x"},
     ]}))
-    assert req.messages[0].parts == [ir.TextPart("listen")]
+    assert req.messages[0].parts == [
+        ir.TextPart("listen"),
+        ir.OpaquePart("input_audio", "openai_chat", audio, "messages[0].content[1].type"),
+        ir.DocumentPart(file_id="file-1", param="messages[0].content[2].file.file_id"),
+        ir.DocumentPart(data="JVBE", media_type="application/pdf", filename="a.pdf"),
+        ir.OpaquePart("video", "openai_chat", {"type": "video", "url": "x"}, "messages[0].content[4].type"),
+    ]
+
+
+def test_unknown_parts_in_system_assistant_and_tool_messages_are_kept_opaque() -> None:
+    image = {"type": "image_url", "image_url": {"url": "https://x"}}
+    req = parse_request(msgs(
+        {"role": "system", "content": [image]}, USER,
+        {"role": "assistant", "content": [{"type": "bogus"}], "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c", "content": [{"type": "text", "text": "ok"}, image]}))
+    assert req.system == [] and req.messages[0] == ir.Message("system", [
+        ir.OpaquePart("image_url", "openai_chat", image, "messages[0].content[0].type")])
+    assert isinstance(req.messages[2].parts[0], ir.OpaquePart)
+    assert req.messages[3].parts == [
+        ir.ToolResultPart("c", [ir.TextPart("ok")]),
+        ir.OpaquePart("image_url", "openai_chat", image, "messages[3].content[1].type")]
+
+
+def test_system_and_developer_messages_after_the_conversation_starts_stay_in_place() -> None:
+    req = parse_request(msgs(
+        {"role": "system", "content": "S1"}, {"role": "developer", "content": "S2"}, USER,
+        {"role": "assistant", "content": "ok"}, {"role": "developer", "content": "Now be brief."},
+        {"role": "user", "content": "again"}))
+    assert [p.text for p in req.system] == ["S1", "S2"]
+    assert [m.role for m in req.messages] == ["user", "assistant", "system", "user"]
+    assert req.messages[2].parts == [ir.TextPart("Now be brief.")]
+
+
+def test_a_system_message_after_tool_results_does_not_join_them() -> None:
+    req = parse_request(msgs(USER, {"role": "assistant", "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c", "content": "42"}, {"role": "system", "content": "Hurry."},
+        {"role": "user", "content": "next"}))
+    assert [m.role for m in req.messages] == ["user", "assistant", "user", "system", "user"]
+
+
+def test_structured_output_logprobs_and_cache_key() -> None:
+    schema = {"type": "object", "properties": {}}
+    req = parse_request(msgs(USER, response_format={"type": "json_schema", "json_schema": {
+        "name": "answer", "schema": schema, "strict": True, "description": "d"}},
+        logprobs=True, top_logprobs=0, prompt_cache_key="k1"))
+    assert req.response_format == ir.ResponseFormat("json_schema", "answer", schema, True, "d")
+    assert (req.logprobs, req.top_logprobs, req.prompt_cache_key) == (True, 0, "k1")
+    assert parse_request(msgs(USER, response_format={"type": "json_object"})).response_format == \
+        ir.ResponseFormat("json_object")
+    with pytest.raises(ir.InvalidRequest) as err:
+        parse_request(msgs(USER, response_format={"type": "xml"}))
+    assert err.value.param == "response_format.type"
 
 
 def test_assistant_with_reasoning_text_and_tool_calls() -> None:
@@ -198,7 +247,9 @@ def test_assistant_null_content_with_tool_calls_only() -> None:
 def test_assistant_text_and_refusal_parts() -> None:
     req = parse_request(msgs(USER, {"role": "assistant", "content": [
         {"type": "text", "text": "Hello"}, {"type": "refusal", "refusal": "I can't."}]}))
-    assert req.messages[1].parts == [ir.TextPart("Hello"), ir.TextPart("I can't.")]
+    assert req.messages[1].parts == [ir.TextPart("Hello"), ir.RefusalPart("I can't.")]
+    req = parse_request(msgs(USER, {"role": "assistant", "content": None, "refusal": "No."}))
+    assert req.messages[1].parts == [ir.RefusalPart("No.")]
 
 
 def test_empty_assistant_message_is_skipped() -> None:

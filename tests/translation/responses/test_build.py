@@ -172,3 +172,75 @@ def test_passthrough_without_thinking_removes_reasoning():
     out = passthrough_request(client, "m", ir.UpstreamCaps(thinking=False))
     assert out == {"model": "m", "input": "x", "include": ["message.output_text.logprobs"]}
     assert "reasoning" in client
+
+
+U = lambda *parts: ir.Message("user", list(parts))  # noqa: E731
+A = lambda *parts: ir.Message("assistant", list(parts))  # noqa: E731
+T = ir.TextPart
+
+
+def test_a_mid_conversation_system_message_is_a_developer_item_at_its_position():
+    body = build_request(req([U(T("q")), A(T("a")), ir.Message("system", [T("Be terse.")]), U(T("again"))]),
+                         "m", CAPS)
+    assert [i.get("role") for i in body["input"]] == ["user", "assistant", "developer", "user"]
+    assert body["input"][2] == {"type": "message", "role": "developer",
+                                "content": [{"type": "input_text", "text": "Be terse."}]}
+
+
+def test_documents_become_input_files_or_text():
+    body = build_request(req([U(
+        ir.DocumentPart(data="JVBE", media_type="application/pdf", filename="r.pdf"),
+        ir.DocumentPart(url="https://example.com/b.pdf"),
+        ir.DocumentPart(text="words", title="Notes"))]), "m", CAPS)
+    assert body["input"][0]["content"] == [
+        {"type": "input_file", "file_data": "data:application/pdf;base64,JVBE", "filename": "r.pdf"},
+        {"type": "input_file", "file_url": "https://example.com/b.pdf"},
+        {"type": "input_text", "text": "Notes\n\nwords"}]
+
+
+def test_a_document_in_a_tool_result_is_part_of_the_output_list():
+    pdf = ir.DocumentPart(data="JVBE", media_type="application/pdf")
+    body = build_request(req([U(T("q")), A(ir.ToolCallPart("c", "f", "{}")),
+                              U(ir.ToolResultPart("c", [T("see"), pdf]))]), "m", CAPS)
+    assert body["input"][2]["output"] == [
+        {"type": "input_text", "text": "see"},
+        {"type": "input_file", "file_data": "data:application/pdf;base64,JVBE", "filename": "document.pdf"}]
+
+
+@pytest.mark.parametrize("part, param", [
+    (ir.DocumentPart(file_id="file_011", param="messages[0].content[0].source.file_id"),
+     "messages[0].content[0].source.file_id"),
+    (ir.OpaquePart("container_upload", "anthropic", {}, "messages[0].content[0].type"), "messages[0].content[0].type"),
+])
+def test_what_responses_cannot_carry_is_refused_by_name(part, param):
+    with pytest.raises(ir.InvalidRequest) as err:
+        build_request(req([U(T("q"), part)]), "m", CAPS)
+    assert err.value.param == param
+
+
+def test_an_opaque_part_in_assistant_history_is_refused():
+    part = ir.OpaquePart("server_tool_use", "anthropic", {}, "messages[1].content[0].type")
+    with pytest.raises(ir.InvalidRequest, match="server_tool_use"):
+        build_request(req([U(T("q")), A(part)]), "m", CAPS)
+
+
+def test_a_refusal_in_history_is_an_output_refusal_part():
+    body = build_request(req([U(T("q")), A(ir.RefusalPart("No.")), U(T("ok"))]), "m", CAPS)
+    assert body["input"][1]["content"] == [{"type": "refusal", "refusal": "No."}]
+
+
+def test_text_format_logprobs_prompt_cache_key_and_web_search():
+    schema = {"type": "object"}
+    body = build_request(req([U(T("q"))], response_format=ir.ResponseFormat("json_schema", "a", schema, True),
+                             logprobs=True, top_logprobs=4, prompt_cache_key="k",
+                             reasoning=ir.Reasoning(effort="max"),
+                             web_search=ir.WebSearch(allowed_domains=["x.org"], blocked_domains=["y.org"],
+                                                     user_location={"country": "DE"}, max_uses=3)), "m", CAPS)
+    assert body["text"] == {"format": {"type": "json_schema", "name": "a", "schema": schema, "strict": True}}
+    assert body["include"] == ["reasoning.encrypted_content", "message.output_text.logprobs"]
+    assert (body["top_logprobs"], body["prompt_cache_key"]) == (4, "k")
+    assert body["reasoning"]["effort"] == "xhigh"
+    assert body["tools"] == [{"type": "web_search", "filters": {"allowed_domains": ["x.org"]},
+                              "user_location": {"type": "approximate", "country": "DE"}}]
+    assert build_request(req([U(T("q"))], response_format=ir.ResponseFormat("json_object")), "m", CAPS)[
+        "text"] == {"format": {"type": "json_object"}}

@@ -25,18 +25,28 @@ def test_instructions_come_before_system_and_developer_messages():
     assert req.messages == [ir.Message("user", [ir.TextPart("Weather?")])]
 
 
-def test_content_parts_images_and_dropped_files():
+def test_content_parts_images_files_and_opaque_ones():
+    by_id = {"type": "input_image", "file_id": "file-123"}
+    audio = {"type": "input_audio", "input_audio": {"data": "AA", "format": "wav"}}
     req = parse_request(body(input=[{"role": "user", "content": [
         {"type": "input_text", "text": "What is this?"},
         {"type": "input_image", "image_url": "data:image/jpeg;base64,QUJD", "detail": "low"},
         {"type": "input_image", "image_url": "https://example.com/cat.png"},
-        {"type": "input_image", "file_id": "file-123"},
+        by_id,
         {"type": "input_file", "file_id": "file-456"},
+        {"type": "input_file", "file_data": "data:application/pdf;base64,JVBE", "filename": "a.pdf"},
+        {"type": "input_file", "file_url": "https://example.com/b.pdf"},
+        audio,
     ]}]))
     assert req.messages[0].parts == [
         ir.TextPart("What is this?"),
         ir.ImagePart(data="QUJD", media_type="image/jpeg", detail="low"),
         ir.ImagePart(url="https://example.com/cat.png"),
+        ir.OpaquePart("input_image", "responses", by_id, "input[0].content[3].type"),
+        ir.DocumentPart(file_id="file-456", param="input[0].content[4].file_id"),
+        ir.DocumentPart(data="JVBE", media_type="application/pdf", filename="a.pdf"),
+        ir.DocumentPart(url="https://example.com/b.pdf", media_type="application/pdf"),
+        ir.OpaquePart("input_audio", "responses", audio, "input[0].content[7].type"),
     ]
 
 
@@ -88,19 +98,72 @@ def test_reasoning_item_with_raw_text_only_uses_it():
     assert req.messages[0].parts == [ir.ReasoningPart(text="raw", id="x")]
 
 
-def test_builtin_items_and_item_references_are_dropped():
+def test_builtin_items_and_item_references_are_kept_opaque_with_their_path():
     req = parse_request(body(input=[
         {"role": "user", "content": "search"},
         {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search"}},
         {"type": "item_reference", "id": "msg_old"},
         {"type": "custom_tool_call", "call_id": "ct_1", "name": "apply_patch", "input": "*** Begin Patch"},
         {"type": "custom_tool_call_output", "call_id": "ct_1", "output": "ok"},
-        {"type": "local_shell_call", "call_id": "ls_1", "action": {"type": "exec", "command": ["ls"]}},
         {"type": "some_future_item", "id": "x"},
         {"role": "assistant", "content": "done"},
     ]))
-    assert req.messages == [ir.Message("user", [ir.TextPart("search")]),
-                            ir.Message("assistant", [ir.TextPart("done")])]
+    assert [m.role for m in req.messages] == ["user", "assistant", "user", "assistant"]
+    kinds = [(p.kind, p.param) for m in req.messages for p in m.parts if isinstance(p, ir.OpaquePart)]
+    assert kinds == [("web_search_call", "input[1].type"), ("item_reference", "input[2].type"),
+                     ("custom_tool_call", "input[3].type"), ("custom_tool_call_output", "input[4].type"),
+                     ("some_future_item", "input[5].type")]
+    assert req.messages[3].parts[-1] == ir.TextPart("done")
+
+
+def test_late_developer_messages_stay_in_place():
+    req = parse_request(body(instructions="I", input=[
+        {"role": "developer", "content": "D1"}, {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a"}, {"role": "developer", "content": "Now terse."},
+        {"role": "user", "content": "again"}]))
+    assert [p.text for p in req.system] == ["I", "D1"]
+    assert [m.role for m in req.messages] == ["user", "assistant", "system", "user"]
+    assert req.messages[2].parts == [ir.TextPart("Now terse.")]
+
+
+def test_assistant_refusal_parts_and_documents_in_tool_output():
+    req = parse_request(body(input=[
+        {"role": "user", "content": "q"},
+        {"type": "message", "role": "assistant", "content": [{"type": "refusal", "refusal": "No."}]},
+        {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c", "output": [
+            {"type": "input_file", "file_data": "data:application/pdf;base64,JVBE", "filename": "r.pdf"}]},
+    ]))
+    assert req.messages[1].parts[0] == ir.RefusalPart("No.")
+    assert req.messages[2].parts == [ir.ToolResultPart("c", [
+        ir.DocumentPart(data="JVBE", media_type="application/pdf", filename="r.pdf")])]
+
+
+def test_a_namespaced_function_call_carries_the_flat_tool_name():
+    req = parse_request(body(
+        tools=[{"type": "namespace", "name": "multi_agent_v1", "tools": [
+            {"type": "function", "name": "spawn_agent", "parameters": {"type": "object"}}]}],
+        input=[{"role": "user", "content": "q"},
+               {"type": "function_call", "call_id": "c", "name": "spawn_agent", "namespace": "multi_agent_v1",
+                "arguments": "{}"}]))
+    assert [t.name for t in req.tools] == ["multi_agent_v1__spawn_agent"]
+    assert req.messages[1].parts == [ir.ToolCallPart("c", "multi_agent_v1__spawn_agent", "{}")]
+
+
+def test_text_format_logprobs_cache_key_and_web_search():
+    schema = {"type": "object"}
+    req = parse_request(body(text={"format": {"type": "json_schema", "name": "a", "schema": schema, "strict": True}},
+                             include=["message.output_text.logprobs"], top_logprobs=3, prompt_cache_key="k",
+                             tools=[{"type": "web_search", "filters": {"allowed_domains": ["x.org"]},
+                                     "user_location": {"type": "approximate", "country": "DE"}}],
+                             store=False, client_metadata={"session_id": "s"}))
+    assert req.response_format == ir.ResponseFormat("json_schema", "a", schema, True)
+    assert (req.logprobs, req.top_logprobs, req.prompt_cache_key) == (True, 3, "k")
+    assert req.web_search == ir.WebSearch(allowed_domains=["x.org"], user_location={"country": "DE"})
+    assert req.dropped_tools == []
+    assert parse_request(body(text={"format": {"type": "json_object"}})).response_format == \
+        ir.ResponseFormat("json_object")
+    assert parse_request(body(text={"verbosity": "low"})).response_format is None
 
 
 def test_codex_cli_body_parses_with_extras_ignored():
@@ -128,7 +191,9 @@ def test_codex_cli_body_parses_with_extras_ignored():
     assert [p.text for p in req.system] == ["You are Codex.", "sandbox"]
     assert [m.role for m in req.messages] == ["user", "user"]
     assert [t.name for t in req.tools] == ["shell"]
-    assert req.dropped_tools == ["custom:apply_patch", "web_search", "local_shell"]
+    assert req.dropped_tools == ["custom:apply_patch", "local_shell"]
+    assert req.web_search == ir.WebSearch()
+    assert req.prompt_cache_key == "abc"
     assert req.tool_choice == ir.ToolChoice("auto", disable_parallel=True)
     assert req.parallel_tool_calls is False
     assert req.reasoning == ir.Reasoning(enabled=True, effort="high")
@@ -141,7 +206,7 @@ def test_namespace_tools_become_plain_functions():
         {"type": "custom", "name": "freeform"},
     ]}, {"type": "function", "name": "no_params"}]))
     assert [(t.name, t.parameters) for t in req.tools] == [
-        ("find_customer", {"type": "object"}), ("no_params", {"type": "object", "properties": {}})]
+        ("crm__find_customer", {"type": "object"}), ("no_params", {"type": "object", "properties": {}})]
     assert req.dropped_tools == ["custom:freeform"]
 
 
@@ -186,7 +251,7 @@ def test_reasoning_config(reasoning, expected):
     (body(input=[{"role": "user"}]), "input[0].content"),
     (body(input=[{"role": "user", "content": 5}]), "input[0].content"),
     (body(input=[{"role": "user", "content": ["x"]}]), "input[0].content[0]"),
-    (body(input=[{"role": "user", "content": [{"type": "video"}]}]), "input[0].content[0].type"),
+    (body(input=[{"role": "user", "content": [{"text": "no type"}]}]), "input[0].content[0].type"),
     (body(input=[{"role": "user", "content": [{"type": "input_text"}]}]), "input[0].content[0].text"),
     (body(input=[{"role": "user", "content": [{"type": "input_text", "text": 1}]}]),
      "input[0].content[0].text"),
@@ -215,7 +280,8 @@ def test_reasoning_config(reasoning, expected):
     (body(tools=[{"type": "function", "name": "f", "parameters": "x"}]), "tools[0].parameters"),
     (body(tools=[{"type": "function", "name": "f", "description": 1}]), "tools[0].description"),
     (body(tools=[{"type": "namespace", "name": "n"}]), "tools[0].tools"),
-    (body(tools=[{"type": "namespace", "tools": [{"type": "function"}]}]), "tools[0].tools[0].name"),
+    (body(tools=[{"type": "namespace", "tools": []}]), "tools[0].name"),
+    (body(tools=[{"type": "namespace", "name": "n", "tools": [{"type": "function"}]}]), "tools[0].tools[0].name"),
     (body(tool_choice="any"), "tool_choice"),
     (body(tool_choice=3), "tool_choice"),
     (body(tool_choice={"type": "function"}), "tool_choice.name"),
