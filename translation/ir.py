@@ -215,6 +215,7 @@ class Request:
     response_format: ResponseFormat | None = None
     logprobs: bool = False
     top_logprobs: int | None = None
+    choices: int = 1  # Chat ``n``: only a Chat upstream can answer with several
     prompt_cache_key: str | None = None
     web_search: WebSearch | None = None
     # Tools the source protocol had but the IR cannot express (e.g. Responses

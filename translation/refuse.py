@@ -73,3 +73,10 @@ def system_text(parts: list[ir.Part], target: str) -> list[ir.TextPart]:
 def unsupported(param: str, what: str, target: str) -> NoReturn:
     raise ir.InvalidRequest(f"{param}: {what} is not supported by the {_title(target)} protocol "
                             f"this model is served with", param)
+
+
+def several_choices(req: ir.Request, target: str) -> None:
+    """Chat's ``n``: one request, several answers; no other protocol has it."""
+
+    if req.choices > 1:
+        unsupported("n", f"n={req.choices} (several choices per request)", target)

@@ -30,6 +30,7 @@ WEB_SEARCH_TOOL = "web_search_20250305"
 MID_CONVERSATION_SYSTEM_BETA = "mid-conversation-system-2026-04-07"
 CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"
 STRUCTURED_OUTPUTS_BETA = "structured-outputs-2025-11-13"
+EFFORT_BETA = "effort-2025-11-24"
 # Room for the answer itself when a thinking budget would eat the whole max_tokens.
 ANSWER_HEADROOM = 4096
 _TOOL_CHOICE: dict[str, str] = {"auto": "auto", "required": "any", "named": "tool", "none": "none"}
@@ -40,6 +41,7 @@ _ASSISTANT_ORDER = {"thinking": 0, "redacted_thinking": 0, "tool_use": 2}
 
 
 def build_request(req: ir.Request, model: str, caps: ir.UpstreamCaps) -> dict[str, Any]:
+    refuse.several_choices(req, NAME)
     if req.logprobs:
         refuse.unsupported("logprobs", "returning token logprobs", NAME)
     body: dict[str, Any] = {"model": model, "max_tokens": req.max_tokens or DEFAULT_MAX_TOKENS}
@@ -285,6 +287,9 @@ def required_betas(body: dict[str, Any]) -> list[str]:
         betas.append(CONTEXT_MANAGEMENT_BETA)
     if "output_format" in body:
         betas.append(STRUCTURED_OUTPUTS_BETA)
+    config = body.get("output_config")
+    if isinstance(config, dict) and "effort" in config:
+        betas.append(EFFORT_BETA)
     return betas
 
 

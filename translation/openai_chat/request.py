@@ -31,14 +31,14 @@ def parse_request(body: Any) -> ir.Request:
     if not isinstance(messages, list) or not messages:
         fail("messages", "must be a non-empty array")
     n = opt_int(body, "n")
-    if n is not None and n > 1:
-        fail("n", "only n=1 is supported")
+    if n is not None and n < 1:
+        fail("n", "must be at least 1")
 
     conv = _Conversation()
     for i, message in enumerate(messages):
         conv.add(message, f"messages[{i}]")
 
-    req = ir.Request(model=model, messages=conv.messages, system=conv.system)
+    req = ir.Request(model=model, messages=conv.messages, system=conv.system, choices=n or 1)
     req.tools, req.dropped_tools = _tools(body)
     req.parallel_tool_calls = opt_bool(body, "parallel_tool_calls")
     req.tool_choice = _tool_choice(body)

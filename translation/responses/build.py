@@ -146,6 +146,7 @@ def _text_format(fmt: ir.ResponseFormat) -> dict[str, Any]:
 
 
 def build_request(req: ir.Request, model: str, caps: ir.UpstreamCaps) -> dict[str, Any]:
+    refuse.several_choices(req, NAME)
     body: dict[str, Any] = {"model": model, "input": _items(req.messages), "stream": req.stream}
     if req.system:
         body["instructions"] = "\n\n".join(p.text for p in req.system)

@@ -406,6 +406,11 @@ def test_context_management_and_output_format_need_their_betas() -> None:
     assert anthropic.required_betas({"messages": [], "output_format": {}}) == ["structured-outputs-2025-11-13"]
 
 
+def test_an_effort_needs_the_effort_beta() -> None:
+    assert anthropic.required_betas({"messages": [], "output_config": {"effort": "high"}}) == ["effort-2025-11-24"]
+    assert anthropic.required_betas({"messages": [], "output_config": {"format": {}}}) == []
+
+
 def test_documents_become_document_blocks() -> None:
     body = build(req(U(
         ir.DocumentPart(data="JVBE", media_type="application/pdf", filename="q3.pdf"),

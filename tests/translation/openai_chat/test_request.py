@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from translation import ir
+from translation import anthropic, ir, openai_chat, responses
 from translation.openai_chat import parse_request
 
 USER = {"role": "user", "content": "hi"}
@@ -99,7 +99,7 @@ BAD_BODIES: list[tuple[Any, str | None]] = [
     (body(user=42), "user"),
     (body(metadata=[]), "metadata"),
     (body(metadata={"k": 1}), "metadata.k"),
-    (body(n=2), "n"),
+    (body(n=0), "n"),
     (body(n="1"), "n"),
     (body(functions=[{"description": "no name"}]), "functions[0].name"),
 ]
@@ -114,9 +114,14 @@ def test_invalid_body_is_rejected_naming_the_field(bad: Any, param: str | None) 
         assert info.value.message.startswith(param + ":")
 
 
-def test_n_greater_than_one_says_only_one_is_supported() -> None:
-    with pytest.raises(ir.InvalidRequest, match="only n=1 is supported"):
-        parse_request(body(n=3))
+def test_several_choices_are_accepted_for_a_chat_upstream_and_refused_by_the_others() -> None:
+    req = parse_request(body(n=3))
+    assert req.choices == 3
+    assert openai_chat.passthrough_request(body(n=3), "m", ir.UpstreamCaps())["n"] == 3
+    for other in (anthropic, responses):
+        with pytest.raises(ir.InvalidRequest, match="n=3") as info:
+            other.build_request(req, "m", ir.UpstreamCaps())
+        assert info.value.param == "n"
 
 
 def test_unknown_role_message_names_the_role() -> None:
