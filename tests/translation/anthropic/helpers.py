@@ -10,7 +10,7 @@ from typing import Any
 
 from tests.fixtures.recorded_loader import Recording
 from tests.fixtures.recorded_loader import recordings as _load
-from tests.translation.summary import Summary
+from tests.translation.summary import Summary, carried_by
 from translation import anthropic, ir, sse
 from translation.protocol import EncodeContext
 
@@ -156,8 +156,10 @@ def check_anthropic_wire(wire: bytes) -> list[tuple[str | None, Any]]:
 
 
 def comparable(summary: Summary) -> Summary:
-    """The Anthropic wire always shows counts (0 when unknown); the IR may say None."""
+    """The Anthropic wire always shows counts (0 when unknown); the IR may say None. A
+    refusal message is its stop_details, logprobs and OpenAI file citations are not shown."""
 
+    summary = carried_by("anthropic", summary)
     summary.input_tokens = summary.input_tokens or 0
     summary.output_tokens = summary.output_tokens or 0
     summary.cached_tokens = summary.cached_tokens or 0

@@ -94,7 +94,11 @@ def test_every_block_kind_and_delta() -> None:
         ir.BlockStart(0, "reasoning"), ir.BlockDelta(0, "reasoning", "hmm"), ir.BlockDelta(0, "signature", "sig"),
         ir.BlockStop(0),
         ir.BlockStart(1, "reasoning"), ir.BlockDelta(1, "redacted", "opaque"), ir.BlockStop(1),
-        ir.BlockStart(2, "text"), ir.BlockDelta(2, "text", "Hi"), ir.BlockStop(2),
+        ir.BlockStart(2, "text"), ir.BlockDelta(2, "text", "Hi"),
+        ir.BlockDelta(2, "citation", "", data={
+            "type": "url_citation", "url": "https://e.x/a", "title": "A", "cited_text": "Hi there",
+            "start_index": 0, "end_index": 2, "raw": CITED}),
+        ir.BlockStop(2),
         ir.BlockStart(3, "tool_call", id="toolu_1", name="f"), ir.BlockDelta(3, "arguments", '{"a":'),
         ir.BlockDelta(3, "arguments", " 1}"), ir.BlockStop(3),
         ir.Usage(input_tokens=115, output_tokens=9, cached_tokens=100, cache_creation_tokens=5),

@@ -80,7 +80,11 @@ def _summary(completion: Any) -> Summary:
     if completion.choices:
         choice = completion.choices[0]
         message = choice.message
-        s.text = (message.content or "") + (message.refusal or "")
+        s.text = message.content or ""
+        s.refusal = message.refusal or ""
+        s.citations = [("url_citation", a.url_citation.url) for a in message.annotations or []]
+        if choice.logprobs is not None:
+            s.logprobs = [t.token for t in choice.logprobs.content or []]
         extra = message.model_extra or {}
         s.reasoning = extra.get("reasoning_content") or ""
         for call in message.tool_calls or []:

@@ -99,7 +99,12 @@ def _summary(resp: Any) -> Summary:
     for item in resp.output:
         if item.type == "message":
             for part in item.content:
-                s.text += part.text if part.type == "output_text" else part.refusal
+                if part.type == "refusal":
+                    s.refusal += part.refusal
+                    continue
+                s.text += part.text
+                s.citations.extend((a.type, getattr(a, "url", "")) for a in part.annotations or [])
+                s.logprobs.extend(t.token for t in part.logprobs or [])
         elif item.type == "reasoning":
             texts = [p.text for p in item.summary] or [p.text for p in item.content or []]
             s.reasoning += "\n\n".join(texts)
