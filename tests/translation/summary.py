@@ -50,7 +50,9 @@ def carried_by(client: str, s: Summary) -> Summary:
 
     s = replace(s, citations=[c for c in s.citations if c[0] in CITATION_TYPES[client]])
     if client == "anthropic":
-        return replace(s, logprobs=[])
+        # A content filter and a refusal are one stop reason there: "refusal".
+        finish = ir.FinishReason.REFUSAL if s.finish is ir.FinishReason.CONTENT_FILTER else s.finish
+        return replace(s, logprobs=[], finish=finish)
     if s.finish is ir.FinishReason.REFUSAL:
         s.finish = ir.FinishReason.STOP if s.refusal else ir.FinishReason.CONTENT_FILTER
     return s

@@ -125,7 +125,7 @@ def check_anthropic_wire(wire: bytes) -> list[tuple[str | None, Any]]:
             case "content_block_delta":
                 assert open_block is not None and payload["index"] == next_index - 1
                 deltas.append(payload["delta"]["type"])
-                allowed = {"text": {"text_delta"}, "thinking": {"thinking_delta", "signature_delta"},
+                allowed = {"text": {"text_delta", "citations_delta"}, "thinking": {"thinking_delta", "signature_delta"},
                            "tool_use": {"input_json_delta"}}.get(open_block["type"], set())
                 assert payload["delta"]["type"] in allowed, (open_block["type"], payload["delta"])
             case "content_block_stop":

@@ -76,6 +76,10 @@ def test_padded_json_and_spaced_ping_are_fine_and_ping_is_not_unknown() -> None:
         ir.Usage(input_tokens=115, output_tokens=9, cached_tokens=100, cache_creation_tokens=5)
 
 
+CITED = {"type": "web_search_result_location", "cited_text": "Hi there", "url": "https://e.x/a", "title": "A",
+         "encrypted_index": "Eo8B"}
+
+
 def test_every_block_kind_and_delta() -> None:
     out = run(ev(START),
               block_start(0, {"type": "thinking", "thinking": "", "signature": ""}),
@@ -84,7 +88,7 @@ def test_every_block_kind_and_delta() -> None:
               block_start(1, {"type": "redacted_thinking", "data": "opaque"}), stop(1),
               block_start(2, {"type": "text", "text": ""}),
               delta(2, {"type": "text_delta", "text": "Hi"}),
-              delta(2, {"type": "citations_delta", "citation": {"type": "web_search_result_location"}}), stop(2),
+              delta(2, {"type": "citations_delta", "citation": CITED}), stop(2),
               block_start(3, {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}),
               delta(3, {"type": "input_json_delta", "partial_json": ""}),
               delta(3, {"type": "input_json_delta", "partial_json": '{"a":'}),

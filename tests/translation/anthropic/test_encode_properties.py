@@ -151,7 +151,7 @@ def test_the_sdk_reads_random_streams_as_their_fold(events: list[ir.Event]) -> N
     for (got_id, got_name, _), (want_id, want_name, _) in zip(client.tool_calls, want.tool_calls):
         assert got_name == want_name and (got_id == want_id or not want_id and got_id.startswith("toolu_"))
     if resp.error is None:
-        assert client.finish == resp.finish.reason if resp.finish and resp.finish.reason != ir.FinishReason.ERROR \
+        assert client.finish == want.finish if resp.finish and resp.finish.reason != ir.FinishReason.ERROR \
             else client.finish == ir.FinishReason.STOP
         assert (client.output_tokens, client.cached_tokens) == (want.output_tokens, want.cached_tokens)
         u = resp.usage

@@ -40,8 +40,9 @@ def test_parses_recorded_text_response() -> None:
 
 def test_parses_recorded_refusal_without_content() -> None:
     resp = anthropic.parse_response(recorded("anthropic-refusal.json").body)
-    assert resp.blocks == [] and resp.finish is not None
-    assert (resp.finish.reason, resp.finish.raw) == (ir.FinishReason.CONTENT_FILTER, "refusal")
+    assert [b.kind for b in resp.blocks] == ["refusal"] and resp.finish is not None
+    assert resp.blocks[0].text.startswith("This request triggered restrictions")
+    assert (resp.finish.reason, resp.finish.raw) == (ir.FinishReason.REFUSAL, "refusal")
     assert (resp.usage.input_tokens, resp.usage.output_tokens) == (18, 5)
 
 
