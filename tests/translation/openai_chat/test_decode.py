@@ -49,7 +49,9 @@ def test_reasoning_content_and_reasoning_fields_and_refusal() -> None:
                            chunk({"refusal": "no"}), chunk({}, "stop"))
     check_ir_stream(events)
     deltas = [(e.kind, e.text) for e in events if isinstance(e, ir.BlockDelta)]
-    assert deltas == [("reasoning", "a"), ("reasoning", "b"), ("text", "no")]
+    assert deltas == [("reasoning", "a"), ("reasoning", "b"), ("refusal", "no")]
+    assert [e.kind for e in events if isinstance(e, ir.BlockStart)] == ["reasoning", "refusal"]
+    assert events[-1] == ir.Finish(F.REFUSAL, raw="stop")  # Chat says "stop"; the refusal says why
 
 
 def test_reasoning_details_are_ignored() -> None:

@@ -106,7 +106,8 @@ def test_error_writes_the_error_ending_at_once_and_nothing_after() -> None:
     out += encoder.feed(ir.BlockDelta(0, "text", "part"))
     ending = encoder.feed(ir.Error(message="Overloaded", error_type="overloaded_error", status=529, code="529"))
     assert wire_payloads(b"".join(ending)) == [
-        chunk({}, "error", error={"message": "Overloaded", "type": "overloaded_error", "code": "529"}), "[DONE]"]
+        chunk({}, "error", error={"message": "Overloaded", "type": "overloaded_error", "param": None, "code": "529"}),
+        "[DONE]"]
     assert encoder.feed(ir.BlockDelta(0, "text", "late")) == []
     assert encoder.feed(ir.Finish(F.STOP)) == [] and encoder.finish() == []
 
@@ -114,7 +115,7 @@ def test_error_writes_the_error_ending_at_once_and_nothing_after() -> None:
 def test_error_before_anything_still_starts_the_stream() -> None:
     payloads = wire_payloads(encode([ir.Error(message="boom")], CTX))
     assert payloads[0] == ROLE and payloads[-1] == "[DONE]"
-    assert payloads[1]["error"] == {"message": "boom", "type": "api_error", "code": None}
+    assert payloads[1]["error"] == {"message": "boom", "type": "api_error", "param": None, "code": None}
 
 
 def test_finish_without_finish_reason_is_an_error_ending() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.translation.summary import summary_of
+from tests.translation.summary import carried_by, summary_of
 from translation import fold, ir
 from translation.openai_chat import stream_encoder
 from translation.protocol import EncodeContext
@@ -152,7 +152,7 @@ def test_encoder_output_is_a_well_formed_chat_stream(events: list[ir.Event]) -> 
 @given(ir_streams())
 def test_sdk_accumulates_what_was_encoded(events: list[ir.Event]) -> None:
     resp = fold.fold(events)
-    want = summary_of(resp)
+    want = carried_by("openai_chat", summary_of(resp))
     got = summary_from_stream(b"".join(encode_parts(events)))
     calls = [b for b in resp.blocks if b.kind == "tool_call"]
     assert len(got.tool_calls) == len(calls)

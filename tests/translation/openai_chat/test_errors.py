@@ -29,7 +29,7 @@ def test_parse_openai_error_body() -> None:
                       "param": "max_tokens", "code": "unsupported_parameter"}}
     err = parse_error(400, body)
     assert err == ir.Error(message="Unsupported parameter: 'max_tokens'", error_type="invalid_request_error",
-                           status=400, code="unsupported_parameter")
+                           status=400, code="unsupported_parameter", param="max_tokens")
 
 
 @pytest.mark.parametrize("as_type", [bytes, str])

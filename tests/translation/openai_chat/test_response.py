@@ -66,7 +66,8 @@ def test_every_recorded_non_stream_success_parses() -> None:
 def test_refusal_and_openrouter_reasoning_field() -> None:
     resp = parse_response(completion({"content": None, "refusal": "I can't help with that.",
                                       "reasoning": "policy"}))
-    assert [(b.kind, b.text) for b in resp.blocks] == [("reasoning", "policy"), ("text", "I can't help with that.")]
+    assert [(b.kind, b.text) for b in resp.blocks] == [("reasoning", "policy"), ("refusal", "I can't help with that.")]
+    assert resp.finish == ir.Finish(ir.FinishReason.REFUSAL, raw="stop")
 
 
 def test_content_as_text_parts_and_arguments_as_object() -> None:

@@ -8,7 +8,7 @@ import pytest
 from openai.types.chat import ChatCompletion
 
 from tests.fixtures.recorded_loader import Recording, recordings
-from tests.translation.summary import Summary, summary_of
+from tests.translation.summary import Summary, carried_by, summary_of
 from translation import fold, ir
 from translation.openai_chat import parse_response, render_response
 from translation.protocol import EncodeContext
@@ -23,7 +23,7 @@ CTX = EncodeContext(model="client-model", id="chatcmpl-fixed", created=170000000
 def expected(resp: ir.Response) -> Summary:
     """What a Chat client can see of ``resp``: no signatures, no PAUSE."""
 
-    s = summary_of(resp)
+    s = carried_by("openai_chat", summary_of(resp))
     s.signatures = []
     if s.finish is F.PAUSE:
         s.finish = F.STOP
