@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from tests.translation.responses.helpers import same_summary, validate_wire
 from tests.translation.responses.sdk_readback import summary_from_stream
-from tests.translation.summary import Summary, summary_of
+from tests.translation.summary import Summary, carried_by, summary_of
 from translation import ir, responses
 from translation.fold import fold
 from translation.protocol import EncodeContext
@@ -65,7 +65,7 @@ def expected(events: list[ir.Event]) -> Summary:
 
     errors = [i for i, e in enumerate(events) if isinstance(e, ir.Error)]
     resp = fold(events[:errors[0] + 1] if errors else events)
-    s = summary_of(resp)
+    s = carried_by("responses", summary_of(resp))
     has_calls = any(b.kind == "tool_call" for b in resp.blocks)
     if resp.error is not None:
         return dataclasses.replace(s, finish=None)
@@ -73,7 +73,7 @@ def expected(events: list[ir.Event]) -> Summary:
         return dataclasses.replace(s, error=NO_FINISH)
     if resp.finish.reason == R.ERROR:
         return dataclasses.replace(s, finish=None, error="upstream finished with an error")
-    if resp.finish.reason in (R.STOP, R.TOOL_CALLS, R.PAUSE):
+    if s.finish in (R.STOP, R.TOOL_CALLS, R.PAUSE):
         return dataclasses.replace(s, finish=R.TOOL_CALLS if has_calls else R.STOP)
     return s
 
