@@ -57,6 +57,13 @@ def summary_from_stream(wire: bytes) -> Summary:
     return summary
 
 
+def final_message(wire: bytes) -> Any:
+    """The message ``client.messages.stream`` accumulates from ``wire``."""
+
+    with _client(wire).messages.stream(model="m", max_tokens=1024, messages=[{"role": "user", "content": "hi"}]) as s:
+        return s.get_final_message()
+
+
 def summary_from_json(body: dict[str, Any]) -> Summary:
     try:
         message: Any = Message.model_validate(body)

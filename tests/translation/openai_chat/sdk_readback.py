@@ -61,6 +61,13 @@ def summary_from_stream(wire: bytes) -> Summary:
     return _summary(completion)
 
 
+def final_completion(wire: bytes) -> Any:
+    """The completion ``ChatCompletionStream`` accumulates from ``wire`` (raises on an error chunk)."""
+
+    with _client(wire).chat.completions.stream(model="m", messages=[{"role": "user", "content": "x"}]) as stream:
+        return stream.get_final_completion()
+
+
 def summary_from_json(body: dict[str, Any]) -> Summary:
     return _summary(ChatCompletion.model_validate(body))
 

@@ -169,6 +169,21 @@ def summary_from_stream(wire: bytes) -> Summary:
     return _summary(final)
 
 
+def final_response(wire: bytes, validate: bool = True) -> Any:
+    """The response object the SDK ends with: accumulated after ``response.completed``, the
+    event's own after ``response.incomplete`` / ``response.failed``. ``validate=False`` for
+    recorded upstream bytes, which older API versions wrote in shapes today's models reject."""
+
+    if validate:
+        validate_wire(wire)
+    with warnings.catch_warnings(), _client(wire).responses.stream(model="test-model", input="hi") as stream:
+        warnings.filterwarnings("ignore", message="Pydantic serializer warnings")
+        for event in stream:
+            if event.type in ("response.incomplete", "response.failed"):
+                return event.response
+        return stream.get_final_response()
+
+
 def summary_from_json(body: dict[str, Any]) -> Summary:
     # Verbatim built-in items are neutralised for validation; they carry no summary field.
     return _summary(Response.model_validate(_for_validation({"response": body})["response"]))
