@@ -37,8 +37,9 @@ def failed_error(response: dict[str, Any]) -> ir.Error:
 
 def response_error(err: ir.Error) -> dict[str, Any]:
     """``Response.error`` for a failed response. The upstream's own code stays, even one
-    outside the documented list: clients act on it (Codex reads ``context_length_exceeded``
-    and ``insufficient_quota`` from ``response.failed``; the API itself sends those there).
+    outside the SDK's closed list: the API itself sends such codes there (our recorded
+    ``openai-error.1`` stream fails with ``insufficient_quota``), and clients act on the code
+    (``context_length_exceeded`` is how an agent learns to compact, not the message text).
     Without one (numbers are HTTP statuses, not codes), the code its status stands for."""
 
     code = err.code if err.code and not err.code.isdigit() else None
