@@ -202,7 +202,12 @@ class ResponsesStreamEncoder(EncoderBase):
         text = "".join(item.pieces)
         match item.kind:
             case "text":
-                item.logprobs.extend(item.pending)  # tokens no text followed
+                if item.pending:  # tokens no text followed: a delta of their own, as on every other
+                    item.logprobs.extend(item.pending)
+                    out.append(self._event("response.output_text.delta", {
+                        **self._where(item), "content_index": 0, "delta": "",
+                        "logprobs": content.logprobs_to_wire(item.pending)}))
+                    item.pending = []
                 part = content.output_text(text, item.annotations, item.logprobs)
                 done = content.message(item.item_id, [part], status)
                 out.append(self._event("response.output_text.done", {
