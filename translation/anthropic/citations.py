@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import citations
-from ..citations import URL_CITATION
+from .. import block_data
+from ..block_data import URL_CITATION
 from ..ir import JSON
 
 WEB = "web_search_result_location"
@@ -28,9 +28,9 @@ def to_ir(citation: Any, text_len: int) -> JSON | None:
     cited = citation.get("cited_text") if isinstance(citation.get("cited_text"), str) else None
     if citation["type"] == WEB and isinstance(citation.get("url"), str):
         title = citation.get("title")
-        return citations.url_citation(citation["url"], title if isinstance(title, str) else None,
+        return block_data.url_citation(citation["url"], title if isinstance(title, str) else None,
                                       0, text_len, citation, cited)
-    return citations.other_citation(citation["type"], 0, text_len, citation, cited)
+    return block_data.other_citation(citation["type"], 0, text_len, citation, cited)
 
 
 def to_wire(data: JSON, block_text: str) -> JSON | None:
@@ -39,7 +39,7 @@ def to_wire(data: JSON, block_text: str) -> JSON | None:
         return raw
     if data.get("type") != URL_CITATION or not isinstance(data.get("url"), str):
         return None  # another protocol's file citation: no Anthropic shape
-    start, end = citations.span(data, block_text)
+    start, end = block_data.span(data, block_text)
     cited = data.get("cited_text")
     return {"type": WEB, "cited_text": cited if isinstance(cited, str) else block_text[start:end],
             "url": data["url"], "title": data.get("title"), "encrypted_index": ""}

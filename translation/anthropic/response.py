@@ -48,7 +48,8 @@ def block_from_wire(item: dict[str, Any]) -> ir.Block:
     match item["type"]:
         case "text":
             text = _text(item.get("text"))
-            return ir.Block(kind="text", text=text, citations=citations.from_wire_list(item.get("citations"), len(text)))
+            cited = citations.from_wire_list(item.get("citations"), len(text))
+            return ir.Block(kind="text", text=text, citations=cited)
         case "thinking":
             return ir.Block(kind="reasoning", text=_text(item.get("thinking")),
                             signature=_text(item.get("signature")) or None)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .. import citations, ids, ir, sse
+from .. import block_data, ids, ir, sse
 from ..sse import SSEEvent
 from . import stop_reason, url_citations
 from .errors import error_from_object
@@ -132,9 +132,9 @@ class ChatStreamDecoder:
             logprobs = {}
         self._append(out, "reasoning", _text(reasoning, "reasoning"))
         self._append(out, "text", _text(delta.get("content"), "content"),
-                     citations.token_logprobs(logprobs.get("content")))
+                     block_data.token_logprobs(logprobs.get("content")))
         self._append(out, "refusal", _text(delta.get("refusal"), "refusal"),
-                     citations.token_logprobs(logprobs.get("refusal")))
+                     block_data.token_logprobs(logprobs.get("refusal")))
         notes = delta.get("annotations")
         for note in notes if isinstance(notes, list) else []:
             self._annotation(note, out)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import citations, ids, ir, sse
+from .. import block_data, ids, ir, sse
 from ..protocol import EncodeContext
 from . import stop_reason, url_citations
 from .errors import error_from_object
@@ -70,10 +70,10 @@ def _blocks(message: dict[str, Any], logprobs: dict[str, Any]) -> list[ir.Block]
              if c is not None]
     if text or cited:
         blocks.append(ir.Block("text", text=text, citations=cited,
-                               logprobs=citations.token_logprobs(logprobs.get("content"))))
+                               logprobs=block_data.token_logprobs(logprobs.get("content"))))
     refusal = _text(message.get("refusal"))
     if refusal:
-        blocks.append(ir.Block("refusal", text=refusal, logprobs=citations.token_logprobs(logprobs.get("refusal"))))
+        blocks.append(ir.Block("refusal", text=refusal, logprobs=block_data.token_logprobs(logprobs.get("refusal"))))
     calls = message.get("tool_calls")
     for call in calls if isinstance(calls, list) else []:
         if not isinstance(call, dict):

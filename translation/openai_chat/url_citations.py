@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..citations import URL_CITATION, url_citation
+from ..block_data import URL_CITATION, url_citation
 from ..ir import JSON
 
 

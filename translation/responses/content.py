@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import citations, ir
-from ..citations import URL_CITATION
+from .. import block_data, ir
+from ..block_data import URL_CITATION
 from . import items
 
 ItemStatus = items.ItemStatus
@@ -33,10 +33,10 @@ def citation_to_ir(annotation: Any) -> ir.JSON | None:
     end = _int(annotation.get("end_index"), start)
     if kind == URL_CITATION and isinstance(annotation.get("url"), str):
         title = annotation.get("title")
-        return citations.url_citation(annotation["url"], title if isinstance(title, str) else None,
+        return block_data.url_citation(annotation["url"], title if isinstance(title, str) else None,
                                       start, end, annotation)
     if kind in OWN_KINDS:
-        return citations.other_citation(kind, start, end, annotation)
+        return block_data.other_citation(kind, start, end, annotation)
     return None
 
 
@@ -104,7 +104,7 @@ def blocks_of(item: dict[str, Any]) -> list[ir.Block]:
             blocks.append(ir.Block(
                 "text", text=p["text"],
                 citations=[c for c in map(citation_to_ir, notes if isinstance(notes, list) else []) if c],
-                logprobs=citations.token_logprobs(p.get("logprobs"))))
+                logprobs=block_data.token_logprobs(p.get("logprobs"))))
         elif p.get("type") == "refusal" and isinstance(p.get("refusal"), str):
             blocks.append(ir.Block("refusal", text=p["refusal"]))
     return blocks

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .. import citations, ir, sse
+from .. import block_data, ir, sse
 from ..sse import SSEEvent
 from . import content
 from .errors import failed_error, stream_error
@@ -223,7 +223,7 @@ class ResponsesStreamDecoder:
         out.append(ir.BlockDelta(index=block.index, kind="citation", text="", data=data))
 
     def _logprobs(self, block: _Block, value: Any, out: list[ir.Event]) -> None:
-        tokens = citations.token_logprobs(value)
+        tokens = block_data.token_logprobs(value)
         if tokens and not block.closed:
             block.logprobs = True
             out.append(ir.BlockDelta(index=block.index, kind="logprobs", text="", data={"content": tokens}))

@@ -110,10 +110,17 @@ def test_every_block_kind_and_delta() -> None:
     ]
 
 
-def test_citations_delta_is_dropped_and_not_counted_unknown() -> None:
-    events, decoder = decode_with(recorded_wire("test_anthropic_web_search_tool_stream.yaml#0"))
+def test_every_citations_delta_becomes_a_citation_at_its_block_stop() -> None:
+    wire = recorded_wire("test_anthropic_web_search_tool_stream.yaml#0")
+    events, decoder = decode_with(wire)
     check_ir_stream(events)
-    assert decoder.unknown_events == 0 and b"citations_delta" in recorded_wire("test_anthropic_web_search_tool_stream.yaml#0")
+    assert decoder.unknown_events == 0
+    cites = [e for e in events if isinstance(e, ir.BlockDelta) and e.kind == "citation"]
+    assert len(cites) == wire.count(b'"type":"citations_delta"') > 0
+    for cite in cites:  # each spans its whole block, which is over once the citation is emitted
+        assert cite.data is not None and cite.data["type"] == "url_citation" and cite.data["start_index"] == 0
+        position = events.index(cite)
+        assert isinstance(events[position + 1], ir.BlockDelta | ir.BlockStop)
 
 
 def test_server_tool_use_input_deltas_are_folded_into_the_raw_block() -> None:
