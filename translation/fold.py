@@ -37,6 +37,12 @@ class Folder:
                     open_block.signature = (open_block.signature or "") + event.text
                 elif event.kind == "redacted":
                     open_block.redacted = (open_block.redacted or "") + event.text
+                elif event.kind == "citation":
+                    if event.data is not None:
+                        open_block.citations.append(event.data)
+                elif event.kind == "logprobs":
+                    tokens = (event.data or {}).get("content")
+                    open_block.logprobs.extend(tokens if isinstance(tokens, list) else [])
                 else:
                     self._text[event.index].append(event.text)
             case ir.BlockStop():
@@ -47,7 +53,6 @@ class Folder:
                 resp.finish = event
             case ir.Error():
                 resp.error = event
-
 
     def _close(self, index: int) -> None:
         block = self._open.pop(index, None)
@@ -69,6 +74,12 @@ def fold(events: Iterable[ir.Event]) -> ir.Response:
     return folder.result()
 
 
+# The delta kind that carries the text of each block kind.
+_TEXT_DELTA: dict[ir.BlockKind, ir.DeltaKind] = {
+    "text": "text", "reasoning": "reasoning", "tool_call": "arguments", "server_tool": "text", "refusal": "refusal",
+}
+
+
 def unfold(resp: ir.Response) -> list[ir.Event]:
     """The event sequence a stream of ``resp`` would have carried."""
 
@@ -78,10 +89,11 @@ def unfold(resp: ir.Response) -> list[ir.Event]:
                                     raw=block.raw, raw_protocol=block.raw_protocol))
         if block.redacted is not None:
             events.append(ir.BlockDelta(index=index, kind="redacted", text=block.redacted))
+        if block.logprobs:  # before the text they describe
+            events.append(ir.BlockDelta(index=index, kind="logprobs", text="", data={"content": block.logprobs}))
         if block.text:
-            kind: ir.DeltaKind = {"text": "text", "reasoning": "reasoning",
-                                  "tool_call": "arguments", "server_tool": "text"}[block.kind]  # type: ignore[assignment]
-            events.append(ir.BlockDelta(index=index, kind=kind, text=block.text))
+            events.append(ir.BlockDelta(index=index, kind=_TEXT_DELTA[block.kind], text=block.text))
+        events.extend(ir.BlockDelta(index=index, kind="citation", text="", data=c) for c in block.citations)
         if block.signature is not None:
             events.append(ir.BlockDelta(index=index, kind="signature", text=block.signature))
         events.append(ir.BlockStop(index=index))

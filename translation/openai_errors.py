@@ -1,6 +1,7 @@
 """OpenAI's error envelope, both ways — shared by Chat Completions and Responses.
 
-Rendered: ``{"error": {"message", "type", "param", "code"}}``. Parsed: whatever an
+Rendered: ``{"error": {"message", "type", "param", "code"}}``. Parsed (``code`` and ``param``
+kept): whatever an
 upstream sent (OpenAI's envelope, OpenRouter's numeric ``code``, Groq's
 ``status_code``, a bare string, a list of envelopes, plain text) → :class:`ir.Error`.
 """
@@ -42,10 +43,13 @@ UNKNOWN_STATUS = 502
 
 
 def render_error(status: int, message: str, error_type: str | None = None,
-                 param: str | None = None) -> dict[str, Any]:
-    default_type, code = _TYPES_BY_STATUS.get(status, _DEFAULT_TYPE)
+                 param: str | None = None, code: str | None = None) -> dict[str, Any]:
+    """``code`` is the upstream's own (``context_length_exceeded``) when there is one, else
+    the one the status stands for."""
+
+    default_type, default_code = _TYPES_BY_STATUS.get(status, _DEFAULT_TYPE)
     return {"error": {"message": message, "type": error_type or default_type,
-                      "param": param, "code": code}}
+                      "param": param, "code": code or default_code}}
 
 
 def default_type(status: int) -> str:
@@ -94,11 +98,13 @@ def error_from_object(err: Any, status: int | None = None) -> ir.Error:
     if not isinstance(etype, str) or not etype or etype == "error":
         # A stream "error" event names itself, not the failure: its code says more.
         etype = code if isinstance(code, str) and code else default_type(final)
+    param = err.get("param")
     return ir.Error(
         message=message,
         error_type=etype,
         status=final,
         code=None if code is None or isinstance(code, (dict, list)) else str(code),
+        param=param if isinstance(param, str) and param else None,
     )
 
 

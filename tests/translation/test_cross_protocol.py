@@ -18,7 +18,7 @@ from tests.fixtures.recorded_loader import Recording, recordings
 from tests.translation.anthropic import sdk_readback as anthropic_sdk
 from tests.translation.openai_chat import sdk_readback as chat_sdk
 from tests.translation.responses import sdk_readback as responses_sdk
-from tests.translation.summary import Summary, summary_of
+from tests.translation.summary import Summary, carried_by, summary_of
 from translation import ir, registry
 from translation.fold import fold
 from translation.protocol import EncodeContext
@@ -62,8 +62,8 @@ def _finish_seen_by(client: str, reason: ir.FinishReason | None, has_tools: bool
 
 
 def expected_for(client: str, source: Summary) -> Summary:
-    s = dataclasses.replace(source)
-    s.finish = _finish_seen_by(client, source.finish, bool(source.tool_calls))
+    s = carried_by(client, source)
+    s.finish = _finish_seen_by(client, s.finish, bool(source.tool_calls))
     for name in ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens"):
         setattr(s, name, getattr(s, name) or 0)
     if client == "openai_chat":

@@ -2,11 +2,13 @@
 
 Anthropic's wire quirks handled here: ``data:`` JSON padded with spaces (the
 JSON parser does not care), ``ping`` anywhere, a first ``input_json_delta``
-that is ``""``, ``citations_delta`` (no IR slot: dropped), usage totals that
+that is ``""``, ``citations_delta`` (held, and emitted as citation deltas spanning the
+block when it stops, once its length is known), usage totals that
 grow on ``message_delta`` (``input_tokens`` may appear there too), a second
 ``message_start`` in spliced/duplicated streams (resets the index mapping,
 never a second ``MessageStart``), ``event: error`` mid-stream and streams that
-end without ``message_stop``.
+end without ``message_stop``. A ``refusal`` stop whose ``stop_details`` explain it gives
+that explanation as a refusal block, so that OpenAI clients get it in their refusal slot.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from .. import ir, sse
 from ..sse import SSEEvent
-from . import errors, stop_reason, usage
+from . import citations, errors, stop_reason, usage
 from .wire import NAME
 
 _DELTA_KINDS: dict[str, tuple[str, ir.DeltaKind, ir.BlockKind]] = {
@@ -42,6 +44,8 @@ class _OpenBlock:
     got_arguments: bool = False
     raw: dict[str, Any] | None = None  # server block, completed at its stop
     json_parts: list[str] = field(default_factory=list)
+    text_len: int = 0  # text blocks: characters so far
+    citations: list[Any] = field(default_factory=list)  # text blocks: wire citations, until the stop
 
 
 class AnthropicStreamDecoder:
@@ -172,12 +176,23 @@ class AnthropicStreamDecoder:
         if self._finished:
             return
         if isinstance(raw, str):
-            seq = delta.get("stop_sequence") if isinstance(delta, dict) else None
+            assert isinstance(delta, dict)
+            seq = delta.get("stop_sequence")
+            self._explanation(raw, delta.get("stop_details"), out)
             out.append(stop_reason.to_ir(raw, seq if isinstance(seq, str) else None))
             self._finished = True
         elif self._start_stop is not None:
             out.append(self._start_stop)
             self._finished = True
+
+    def _explanation(self, raw: str, details: Any, out: list[ir.Event]) -> None:
+        text = details.get("explanation") if isinstance(details, dict) else None
+        if raw != "refusal" or not isinstance(text, str) or not text:
+            return
+        index = self._next_index
+        self._next_index += 1
+        out.extend([ir.BlockStart(index=index, kind="refusal", raw=copy.deepcopy(details), raw_protocol=NAME),
+                    ir.BlockDelta(index=index, kind="refusal", text=text), ir.BlockStop(index=index)])
 
     # ------------------------------------------------------------- blocks
 
@@ -195,6 +210,9 @@ class AnthropicStreamDecoder:
             case "text":
                 self._start(out, index, "text")
                 self._delta(out, "text", block.get("text"))
+                assert self._open is not None
+                cited = block.get("citations")
+                self._open.citations.extend(cited if isinstance(cited, list) else [])
             case "thinking":
                 self._start(out, index, "reasoning")
                 self._delta(out, "reasoning", block.get("thinking"))
@@ -223,8 +241,9 @@ class AnthropicStreamDecoder:
             state = "already closed" if index in self._indexes else "never started"
             raise _Malformed(f"content_block_delta for block {index}, which was {state}")
         kind = delta["type"]
-        if kind == "citations_delta":
-            return  # citations have no IR slot: dropped on purpose
+        if kind == "citations_delta" and block.kind == "text":
+            block.citations.append(delta.get("citation"))
+            return
         if block.kind == "server_tool":
             self._server_delta(block, kind, delta)
             return
@@ -281,6 +300,8 @@ class AnthropicStreamDecoder:
         assert self._open is not None and self._open.ir_index is not None
         if isinstance(text, str) and text:
             out.append(ir.BlockDelta(index=self._open.ir_index, kind=kind, text=text))
+            if kind == "text":
+                self._open.text_len += len(text)
 
     def _close_open(self, out: list[ir.Event]) -> None:
         block, self._open = self._open, None
@@ -293,6 +314,8 @@ class AnthropicStreamDecoder:
         assert block.ir_index is not None
         if block.kind == "tool_call" and not block.got_arguments and block.start_input:
             out.append(ir.BlockDelta(index=block.ir_index, kind="arguments", text=sse.dumps(block.start_input)))
+        for data in citations.from_wire_list(block.citations, block.text_len):
+            out.append(ir.BlockDelta(index=block.ir_index, kind="citation", text="", data=data))
         out.append(ir.BlockStop(index=block.ir_index))
 
     def _emit_server_block(self, block: _OpenBlock, out: list[ir.Event]) -> None:

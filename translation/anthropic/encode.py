@@ -6,6 +6,10 @@ in :meth:`finish` because usage may come after the finish) → ``message_stop``.
 A reasoning block is started on the wire only at its first delta, so that a
 redacted one can be started as ``redacted_thinking`` with its data; a thinking
 block always gets a ``signature_delta`` right before its stop (the SOP's rule).
+A refusal block is Anthropic's refusal explanation: ``stop_details`` (``{"type": "refusal",
+"category", "explanation"}``) beside ``stop_reason: "refusal"`` in the ``message_delta``, the
+upstream's own object when it was Anthropic's. Citations go out as ``citations_delta`` on
+their text block.
 """
 
 from __future__ import annotations
@@ -17,10 +21,10 @@ from typing import Any, Literal, assert_never
 from .. import ids, ir, sse
 from ..encoder_base import EncoderBase
 from ..protocol import EncodeContext
-from . import errors, stop_reason, usage
+from . import citations, errors, stop_reason, usage
 from .wire import NAME
 
-_Mode = Literal["text", "tool", "server", "pending", "thinking", "redacted", "dropped"]
+_Mode = Literal["text", "tool", "server", "pending", "thinking", "redacted", "dropped", "refusal"]
 
 
 @dataclass
@@ -33,6 +37,7 @@ class _Block:
     # Tool arguments are held back until they show they are a JSON object (see _arguments).
     held_arguments: list[str] = field(default_factory=list)
     streaming_arguments: bool = False
+    text: list[str] = field(default_factory=list)  # text blocks: what was sent, for a citation's cited_text
 
 
 class AnthropicStreamEncoder(EncoderBase):
@@ -43,6 +48,8 @@ class AnthropicStreamEncoder(EncoderBase):
         self._started = False
         self._next_index = 0
         self._open: _Block | None = None
+        self._refusal: list[str] = []  # refusal blocks' text, for stop_details
+        self._refusal_raw: dict[str, Any] | None = None
 
     # ------------------------------------------------------------- entry points
 
@@ -55,8 +62,15 @@ class AnthropicStreamEncoder(EncoderBase):
         self._open_block(event, out)
 
     def _block_delta(self, event: ir.BlockDelta, out: list[bytes]) -> None:
-        if self._open is not None and self._open.ir_index == event.index and event.text:
-            self._delta(self._open, event, out)
+        block = self._open
+        if block is None or block.ir_index != event.index:
+            return
+        if event.kind == "citation" and event.data is not None and block.mode == "text":
+            wire = citations.to_wire(event.data, "".join(block.text))
+            if wire is not None:
+                self._wire_delta(block, {"type": "citations_delta", "citation": wire}, out)
+        elif event.text:
+            self._delta(block, event, out)
 
     def _block_stop(self, event: ir.BlockStop, out: list[bytes]) -> None:
         if self._open is not None and self._open.ir_index == event.index:
@@ -66,12 +80,17 @@ class AnthropicStreamEncoder(EncoderBase):
         self._ensure_started(out)
         self._close(out)
         reason = stop_reason.from_ir(finish)
+        delta: dict[str, Any] = {"stop_reason": reason, "stop_sequence": stop_reason.stop_sequence_of(finish, reason)}
+        details = self._stop_details()
+        if details is not None:
+            delta["stop_details"] = details
         out.append(sse.encode("message_delta", {
-            "type": "message_delta",
-            "delta": {"stop_reason": reason, "stop_sequence": stop_reason.stop_sequence_of(finish, reason)},
-            "usage": usage.from_ir(self._usage),
+            "type": "message_delta", "delta": delta, "usage": usage.from_ir(self._usage),
         }))
         out.append(sse.encode("message_stop", {"type": "message_stop"}))
+
+    def _stop_details(self) -> dict[str, Any] | None:
+        return stop_reason.stop_details(self._refusal_raw, "".join(self._refusal))
 
     # ------------------------------------------------------------- message
 
@@ -107,6 +126,10 @@ class AnthropicStreamEncoder(EncoderBase):
             case "text":
                 block = _Block(event.index, "text")
                 self._wire_start(block, {"type": "text", "text": ""}, out)
+            case "refusal":
+                block = _Block(event.index, "refusal")  # no block: it goes out as stop_details
+                if event.raw_protocol == NAME and isinstance(event.raw, dict):
+                    self._refusal_raw = event.raw
             case "tool_call":
                 block = _Block(event.index, "tool")
                 self._wire_start(block, {"type": "tool_use", "id": event.id or ids.new_id("toolu_"),
@@ -125,7 +148,10 @@ class AnthropicStreamEncoder(EncoderBase):
 
     def _delta(self, block: _Block, event: ir.BlockDelta, out: list[bytes]) -> None:
         match (block.mode, event.kind):
+            case ("refusal", "refusal"):
+                self._refusal.append(event.text)
             case ("text", "text"):
+                block.text.append(event.text)
                 self._wire_delta(block, {"type": "text_delta", "text": event.text}, out)
             case ("tool", "arguments"):
                 self._arguments(block, event.text, out)
@@ -166,7 +192,7 @@ class AnthropicStreamEncoder(EncoderBase):
                 self._wire_delta(block, {"type": "signature_delta", "signature": "".join(block.signature)}, out)
             case "redacted":
                 self._wire_start(block, {"type": "redacted_thinking", "data": "".join(block.redacted)}, out)
-            case "pending" | "dropped":
+            case "pending" | "dropped" | "refusal":
                 return  # nothing was shown: an empty reasoning block or a foreign server item
         out.append(sse.encode("content_block_stop", {"type": "content_block_stop", "index": block.wire_index}))
 
@@ -181,3 +207,4 @@ class AnthropicStreamEncoder(EncoderBase):
         out.append(sse.encode("content_block_delta", {
             "type": "content_block_delta", "index": block.wire_index, "delta": delta,
         }))
+

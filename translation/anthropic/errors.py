@@ -43,9 +43,10 @@ def anthropic_type(status: int, error_type: str | None) -> str:
 
 
 def render_error(status: int, message: str, error_type: str | None = None,
-                 param: str | None = None) -> dict[str, Any]:
-    """``{"type":"error","error":{"type","message"}}``; Anthropic has no ``param`` slot
-    (its own messages name the field in the text, as ours already do)."""
+                 param: str | None = None, code: str | None = None) -> dict[str, Any]:
+    """``{"type":"error","error":{"type","message"}}``; Anthropic has no ``param`` or ``code``
+    slot (its own messages name the field in the text, as ours already do), so an envelope
+    with extra keys would not be Anthropic's: both are left out."""
 
     return {"type": "error", "error": {"type": anthropic_type(status, error_type), "message": message}}
 
@@ -85,6 +86,7 @@ def _error_from_object(status: int, obj: dict[str, Any]) -> ir.Error:
     message = obj.get("message")
     error_type = obj.get("type")
     code = obj.get("code")
+    param = obj.get("param")
     if not isinstance(error_type, str) or error_type == "error":
         error_type = type_for_status(status)
     return ir.Error(
@@ -92,6 +94,7 @@ def _error_from_object(status: int, obj: dict[str, Any]) -> ir.Error:
         error_type=error_type,
         status=status,
         code=str(code) if isinstance(code, (str, int)) and not isinstance(code, bool) else None,
+        param=param if isinstance(param, str) and param else None,
     )
 
 

@@ -7,13 +7,13 @@ from typing import Any, assert_never
 
 from .. import ids, ir, sse
 from ..protocol import EncodeContext
-from . import stop_reason, usage
+from . import citations, stop_reason, usage
 from .wire import NAME, parse_arguments
 
 
 def parse_response(body: Any) -> ir.Response:
-    """Upstream ``message`` JSON → IR. Citations have no IR slot (dropped);
-    server-side tool blocks are kept verbatim for an Anthropic client."""
+    """Upstream ``message`` JSON → IR. Server-side tool blocks are kept verbatim for an
+    Anthropic client; a refusal's ``stop_details.explanation`` becomes a refusal block."""
 
     if isinstance(body, (bytes, bytearray, str)):
         try:
@@ -35,6 +35,10 @@ def parse_response(body: Any) -> ir.Response:
             raise ir.DecodeError(f"content[{i}] is not a typed block")
         resp.blocks.append(block_from_wire(item))
     raw = body.get("stop_reason")
+    details = body.get("stop_details")
+    explanation = details.get("explanation") if isinstance(details, dict) else None
+    if raw == "refusal" and isinstance(explanation, str) and explanation:
+        resp.blocks.append(ir.Block(kind="refusal", text=explanation, raw=copy.deepcopy(details), raw_protocol=NAME))
     seq = body.get("stop_sequence")
     resp.finish = stop_reason.to_ir(raw if isinstance(raw, str) else None, seq if isinstance(seq, str) else None)
     return resp
@@ -43,7 +47,9 @@ def parse_response(body: Any) -> ir.Response:
 def block_from_wire(item: dict[str, Any]) -> ir.Block:
     match item["type"]:
         case "text":
-            return ir.Block(kind="text", text=_text(item.get("text")))
+            text = _text(item.get("text"))
+            cited = citations.from_wire_list(item.get("citations"), len(text))
+            return ir.Block(kind="text", text=text, citations=cited)
         case "thinking":
             return ir.Block(kind="reasoning", text=_text(item.get("thinking")),
                             signature=_text(item.get("signature")) or None)
@@ -65,6 +71,9 @@ def _text(value: Any) -> str:
 def render_response(resp: ir.Response, ctx: EncodeContext) -> dict[str, Any]:
     content = [b for b in (block_to_wire(block) for block in resp.blocks) if b is not None]
     reason = stop_reason.from_ir(resp.finish)
+    refusals = [b for b in resp.blocks if b.kind == "refusal"]
+    raw = next((b.raw for b in refusals if b.raw_protocol == NAME and b.raw is not None), None)
+    details = stop_reason.stop_details(raw, "".join(b.text for b in refusals))
     return {
         "id": ctx.id or ids.new_id("msg_"),
         "type": "message",
@@ -74,6 +83,7 @@ def render_response(resp: ir.Response, ctx: EncodeContext) -> dict[str, Any]:
         "stop_reason": reason,
         "stop_sequence": stop_reason.stop_sequence_of(resp.finish, reason),
         "usage": usage.from_ir(resp.usage),
+        **({"stop_details": details} if details is not None else {}),
     }
 
 
@@ -81,8 +91,14 @@ def block_to_wire(block: ir.Block) -> dict[str, Any] | None:
     """One content block as an Anthropic client sees it; None when it has no Anthropic shape."""
 
     match block.kind:
+        case "refusal":
+            return None  # the message's stop_details
         case "text":
-            return {"type": "text", "text": block.text}
+            wire: dict[str, Any] = {"type": "text", "text": block.text}
+            cited = [c for c in (citations.to_wire(d, block.text) for d in block.citations) if c is not None]
+            if cited:
+                wire["citations"] = cited
+            return wire
         case "reasoning":
             if block.redacted is not None:
                 return {"type": "redacted_thinking", "data": block.redacted}

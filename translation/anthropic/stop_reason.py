@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .. import ir
 
 # https://docs.anthropic.com/en/api/messages#response-stop-reason
@@ -11,7 +13,7 @@ FROM_ANTHROPIC: dict[str, ir.FinishReason] = {
     "max_tokens": ir.FinishReason.LENGTH,
     "model_context_window_exceeded": ir.FinishReason.LENGTH,
     "tool_use": ir.FinishReason.TOOL_CALLS,
-    "refusal": ir.FinishReason.CONTENT_FILTER,
+    "refusal": ir.FinishReason.REFUSAL,
     "pause_turn": ir.FinishReason.PAUSE,
 }
 DEFAULT_REASON = ir.FinishReason.STOP
@@ -21,6 +23,7 @@ TO_ANTHROPIC: dict[ir.FinishReason, str] = {
     ir.FinishReason.LENGTH: "max_tokens",
     ir.FinishReason.TOOL_CALLS: "tool_use",
     ir.FinishReason.CONTENT_FILTER: "refusal",
+    ir.FinishReason.REFUSAL: "refusal",
     ir.FinishReason.PAUSE: "pause_turn",
     # Anthropic has no stop reason for a failure; failures end with an error event.
     ir.FinishReason.ERROR: "end_turn",
@@ -51,3 +54,14 @@ def stop_sequence_of(finish: ir.Finish | None, stop_reason: str) -> str | None:
     if finish is None or stop_reason != "stop_sequence":
         return None
     return finish.stop_sequence
+
+
+def stop_details(raw: dict[str, Any] | None, explanation: str) -> dict[str, Any] | None:
+    """``stop_details`` of a refusal: the upstream's own when it was Anthropic's, else one
+    carrying the refusal message as its explanation."""
+
+    if raw is not None:
+        return raw
+    if not explanation:
+        return None
+    return {"type": "refusal", "category": None, "explanation": explanation}

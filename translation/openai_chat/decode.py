@@ -5,6 +5,11 @@ kind (reasoning, text, a tool call index not seen before) arrives and closes whe
 another kind starts, so at most one block is open at a time. The finish reason is
 held until the stream ends (``[DONE]`` or connection close) because usage, and
 sometimes an error object (OpenRouter), still follow it.
+
+``refusal`` deltas make a refusal block, ``choices[0].logprobs`` become ``logprobs`` deltas
+just before the text they describe, and ``annotations`` (a search model's url citations,
+indexed into the whole ``content``) become citation deltas on the open text block, indexed
+from that block's start. A turn that stops after a refusal finishes as REFUSAL.
 """
 
 from __future__ import annotations
@@ -12,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .. import ids, ir, sse
+from .. import block_data, ids, ir, sse
 from ..sse import SSEEvent
-from . import stop_reason
+from . import stop_reason, url_citations
 from .errors import error_from_object
 from .usage import chunk_usage
 
@@ -30,6 +35,7 @@ class _Open:
     index: int  # IR block index
     kind: ir.BlockKind
     tool_key: int | None = None  # upstream tool call index, for tool blocks
+    offset: int = 0  # text blocks: where the block starts in the message's whole content
 
 
 class ChatStreamDecoder:
@@ -43,6 +49,8 @@ class ChatStreamDecoder:
         self._open: _Open | None = None
         self._tools: dict[int, tuple[int, str]] = {}  # upstream tool index → (IR index, call id)
         self._finish: ir.Finish | None = None
+        self._content_len = 0  # characters of content so far: annotations index into all of it
+        self._refused = False
 
     # ------------------------------------------------------------ entry points
 
@@ -119,9 +127,17 @@ class ChatStreamDecoder:
         reasoning = delta.get("reasoning_content")
         if reasoning is None:
             reasoning = delta.get("reasoning")  # Groq, OpenRouter
+        logprobs = choice.get("logprobs")
+        if not isinstance(logprobs, dict):
+            logprobs = {}
         self._append(out, "reasoning", _text(reasoning, "reasoning"))
-        self._append(out, "text", _text(delta.get("content"), "content"))
-        self._append(out, "text", _text(delta.get("refusal"), "refusal"))
+        self._append(out, "text", _text(delta.get("content"), "content"),
+                     block_data.token_logprobs(logprobs.get("content")))
+        self._append(out, "refusal", _text(delta.get("refusal"), "refusal"),
+                     block_data.token_logprobs(logprobs.get("refusal")))
+        notes = delta.get("annotations")
+        for note in notes if isinstance(notes, list) else []:
+            self._annotation(note, out)
         calls = delta.get("tool_calls")
         if calls is not None:
             if not isinstance(calls, list):
@@ -134,13 +150,31 @@ class ChatStreamDecoder:
 
     # ------------------------------------------------------------ blocks
 
-    def _append(self, out: list[ir.Event], kind: Literal["text", "reasoning"], text: str) -> None:
-        if not text:
+    def _append(self, out: list[ir.Event], kind: Literal["text", "reasoning", "refusal"], text: str,
+                logprobs: list[ir.JSON] | None = None) -> None:
+        if not text and not logprobs:
             return
         if self._open is None or self._open.kind != kind:
             self._start_block(out, kind)
         assert self._open is not None
-        self._emit(out, ir.BlockDelta(self._open.index, kind, text))
+        if logprobs:
+            self._emit(out, ir.BlockDelta(self._open.index, "logprobs", "", data={"content": logprobs}))
+        if text:
+            self._emit(out, ir.BlockDelta(self._open.index, kind, text))
+        if kind == "text":
+            self._content_len += len(text)
+        elif kind == "refusal":
+            self._refused = True
+
+    def _annotation(self, note: Any, out: list[ir.Event]) -> None:
+        if self._open is None or self._open.kind != "text":
+            self._start_block(out, "text")  # a citation with no text block open: it gets an empty one
+        assert self._open is not None
+        data = url_citations.to_ir(note, self._open.offset)
+        if data is None:
+            self.unknown_events += 1  # not a url citation: Chat documents no other kind
+            return
+        self._emit(out, ir.BlockDelta(self._open.index, "citation", "", data=data))
 
     def _tool_fragment(self, call: Any, position: int, out: list[ir.Event]) -> None:
         if not isinstance(call, dict):
@@ -175,7 +209,7 @@ class ChatStreamDecoder:
         self._close(out)
         index = self._next_index
         self._next_index += 1
-        self._open = _Open(index, kind, tool_key)
+        self._open = _Open(index, kind, tool_key, offset=self._content_len)
         if tool_key is not None and call_id is not None:
             self._tools[tool_key] = (index, call_id)
         self._emit(out, ir.BlockStart(index, kind, id=call_id, name=name))
@@ -200,6 +234,8 @@ class ChatStreamDecoder:
             self._fail(out, ir.Error(message=TRUNCATED, error_type="upstream_truncated", status=502))
             return
         self._close(out)
+        if self._refused:
+            self._finish = stop_reason.from_chat(self._finish.raw, refused=True)
         self._emit(out, self._finish)
         self._done = True
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import ids, ir, sse
+from .. import block_data, ids, ir, sse
 from ..protocol import EncodeContext
-from . import stop_reason
+from . import stop_reason, url_citations
 from .errors import error_from_object
 from .usage import parse_usage, render_usage
 
@@ -36,9 +36,11 @@ def parse_response(body: Any) -> ir.Response:
     message = choice.get("message") or {}
     if not isinstance(message, dict):
         raise ir.DecodeError("choices[0].message is not an object")
-    resp.blocks = _blocks(message)
+    logprobs = choice.get("logprobs")
+    resp.blocks = _blocks(message, logprobs if isinstance(logprobs, dict) else {})
     reason = choice.get("finish_reason")
-    resp.finish = stop_reason.from_chat(reason if isinstance(reason, str) else None)
+    refused = any(b.kind == "refusal" for b in resp.blocks)
+    resp.finish = stop_reason.from_chat(reason if isinstance(reason, str) else None, refused=refused)
     return resp
 
 
@@ -57,15 +59,21 @@ def _text(value: Any) -> str:
     return ""
 
 
-def _blocks(message: dict[str, Any]) -> list[ir.Block]:
+def _blocks(message: dict[str, Any], logprobs: dict[str, Any]) -> list[ir.Block]:
     blocks: list[ir.Block] = []
     reasoning = message.get("reasoning_content") or message.get("reasoning")
     if isinstance(reasoning, str) and reasoning:
         blocks.append(ir.Block("reasoning", text=reasoning))
-    for key in ("content", "refusal"):
-        text = _text(message.get(key))
-        if text:
-            blocks.append(ir.Block("text", text=text))
+    text = _text(message.get("content"))
+    notes = message.get("annotations")
+    cited = [c for c in (url_citations.to_ir(n, 0) for n in (notes if isinstance(notes, list) else []))
+             if c is not None]
+    if text or cited:
+        blocks.append(ir.Block("text", text=text, citations=cited,
+                               logprobs=block_data.token_logprobs(logprobs.get("content"))))
+    refusal = _text(message.get("refusal"))
+    if refusal:
+        blocks.append(ir.Block("refusal", text=refusal, logprobs=block_data.token_logprobs(logprobs.get("refusal"))))
     calls = message.get("tool_calls")
     for call in calls if isinstance(calls, list) else []:
         if not isinstance(call, dict):
@@ -91,26 +99,40 @@ def _arguments(value: Any) -> str:
 
 
 def render_response(resp: ir.Response, ctx: EncodeContext) -> dict[str, Any]:
-    """The client's ``chat.completion``; text and reasoning blocks are concatenated the
-    way a streaming client would accumulate them; server_tool blocks are dropped."""
+    """The client's ``chat.completion``; text, refusal and reasoning blocks are concatenated
+    the way a streaming client would accumulate them (citations re-indexed into the whole
+    content); server_tool blocks are dropped."""
 
-    text = "".join(b.text for b in resp.blocks if b.kind == "text")
+    texts = [b for b in resp.blocks if b.kind == "text"]
+    refusals = [b for b in resp.blocks if b.kind == "refusal"]
+    text = "".join(b.text for b in texts)
+    refusal = "".join(b.text for b in refusals)
     reasoning = "".join(b.text for b in resp.blocks if b.kind == "reasoning")
-    message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": None}
+    message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": refusal or None}
     if reasoning:
         message["reasoning_content"] = reasoning
+    notes: list[ir.JSON] = []
+    offset = 0
+    for block in texts:
+        notes.extend(n for n in (url_citations.to_wire(c, offset) for c in block.citations) if n is not None)
+        offset += len(block.text)
+    if notes:
+        message["annotations"] = notes
     calls = [{"id": b.id or ids.new_id("call_"), "type": "function",
               "function": {"name": b.name or "", "arguments": b.text}}
              for b in resp.blocks if b.kind == "tool_call"]
     if calls:
         message["tool_calls"] = calls
     finish = resp.finish or ir.Finish(ir.FinishReason.STOP)
+    content_lp = [t for b in texts for t in b.logprobs]
+    refusal_lp = [t for b in refusals for t in b.logprobs]
+    logprobs = {"content": content_lp or None, "refusal": refusal_lp or None} if content_lp or refusal_lp else None
     return {
         "id": ctx.id or ids.new_id("chatcmpl-"),
         "object": "chat.completion",
         "created": ctx.created,
         "model": ctx.model,
-        "choices": [{"index": 0, "message": message, "logprobs": None,
-                     "finish_reason": stop_reason.to_chat(finish)}],
+        "choices": [{"index": 0, "message": message, "logprobs": logprobs,
+                     "finish_reason": stop_reason.to_chat(finish, bool(refusal))}],
         "usage": render_usage(resp.usage),
     }

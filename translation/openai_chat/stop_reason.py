@@ -27,23 +27,31 @@ TO_CHAT: dict[ir.FinishReason, str] = {
     ir.FinishReason.CONTENT_FILTER: "content_filter",
     ir.FinishReason.PAUSE: "stop",
     ir.FinishReason.ERROR: "error",
+    # A refusal with no refusal message (Anthropic's classifier stopped the answer): the
+    # content was cut by a policy filter. One with a message says so in ``refusal`` and stops.
+    ir.FinishReason.REFUSAL: "content_filter",
 }
 TO_CHAT_DEFAULT = "stop"
 # Raw values re-used verbatim for a Chat client (the official ones only).
 _OWN_VALUES = frozenset({"stop", "length", "tool_calls", "function_call", "content_filter"})
 
 
-def from_chat(value: str | None) -> ir.Finish:
-    """The IR finish for an upstream ``finish_reason``; unknown values map to STOP, raw kept."""
+def from_chat(value: str | None, refused: bool = False) -> ir.Finish:
+    """The IR finish for an upstream ``finish_reason``; unknown values map to STOP, raw kept.
+    A turn that stopped after a ``refusal`` message is a REFUSAL (Chat says only "stop")."""
 
-    if value is None:
-        return ir.Finish(FROM_CHAT_DEFAULT)
-    return ir.Finish(FROM_CHAT.get(value, FROM_CHAT_DEFAULT), raw=value)
+    reason = FROM_CHAT_DEFAULT if value is None else FROM_CHAT.get(value, FROM_CHAT_DEFAULT)
+    if refused and reason is ir.FinishReason.STOP:
+        reason = ir.FinishReason.REFUSAL
+    return ir.Finish(reason, raw=value)
 
 
-def to_chat(finish: ir.Finish) -> str:
-    """The ``finish_reason`` a Chat client sees: the raw value when it is ours and agrees."""
+def to_chat(finish: ir.Finish, refusal_shown: bool = False) -> str:
+    """The ``finish_reason`` a Chat client sees: the raw value when it is ours and agrees.
+    ``refusal_shown``: the client got a ``refusal`` message, which is the signal itself."""
 
+    if finish.reason is ir.FinishReason.REFUSAL and refusal_shown:
+        return "stop"
     raw = finish.raw
     if raw is not None and raw in _OWN_VALUES and FROM_CHAT.get(raw) == finish.reason:
         return raw

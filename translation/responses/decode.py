@@ -8,6 +8,10 @@ signature at the item's end), a function call one tool_call block, and a built-i
 item (web_search_call, mcp_call, …) one server_tool block carrying the finished item.
 ``.done`` events repeat what the deltas said; when they say more (LM Studio sends
 arguments only in ``function_call_arguments.done``) the missing remainder is emitted.
+A ``refusal`` part becomes a refusal block (and a completed response with one a REFUSAL
+finish), ``output_text.delta`` logprobs a ``logprobs`` delta before its text, and
+``output_text.annotation.added`` a citation delta (from the finished part when no event
+announced its annotations).
 At most one IR block is open: a new block closes the previous one, and a fragment for
 a block already closed is malformed.
 """
@@ -17,10 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .. import ir, sse
+from .. import block_data, ir, sse
 from ..sse import SSEEvent
+from . import content
 from .errors import failed_error, stream_error
-from .response import RAW_PROTOCOL, message_texts, reasoning_text
+from .response import RAW_PROTOCOL, reasoning_text
 from .stop_reason import finish_from_status
 from .usage import parse_usage
 
@@ -28,7 +33,7 @@ ItemKind = Literal["message", "reasoning", "function_call", "server_tool"]
 _SEPARATOR = "\n\n"  # between reasoning summary parts
 _LIFECYCLE = ("response.created", "response.in_progress", "response.queued")
 _IGNORED = frozenset({
-    *_LIFECYCLE, "response.output_text.annotation.added",
+    *_LIFECYCLE,
     "response.reasoning_summary_part.added", "response.reasoning_summary_part.done",
     "response.reasoning_summary_text.done", "response.reasoning_text.done",
 })
@@ -45,6 +50,13 @@ class _Block:
     # delta, which made a long answer's stream slower the longer it ran.
     pieces: list[str] = field(default_factory=list)
     closed: bool = False
+    kind: ir.BlockKind = "text"
+    citations: int = 0  # citation deltas emitted
+    logprobs: bool = False  # a logprobs delta emitted
+
+    @property
+    def text_kind(self) -> ir.DeltaKind:
+        return "refusal" if self.kind == "refusal" else "text"
 
     @property
     def delivered(self) -> str:
@@ -90,6 +102,7 @@ class ResponsesStreamDecoder:
         self._open: _Block | None = None
         self._items: dict[int, _Item] = {}
         self._has_calls = False
+        self._refused = False
 
     # ------------------------------------------------------------ entry points
 
@@ -133,11 +146,17 @@ class ResponsesStreamDecoder:
             case "response.content_part.added" | "response.content_part.done":
                 self._content_part(etype, data, out)
             case "response.output_text.delta" | "response.refusal.delta":
-                block = self._text_block(_int(data, "output_index"), _int(data, "content_index", 0), out)
-                self._deliver(block, "text", _text(data, "delta"), out)
+                kind: ir.BlockKind = "text" if etype == "response.output_text.delta" else "refusal"
+                block = self._text_block(_int(data, "output_index"), _int(data, "content_index", 0), out, kind)
+                self._logprobs(block, data.get("logprobs"), out)
+                self._deliver(block, block.text_kind, _text(data, "delta"), out)
             case "response.output_text.done" | "response.refusal.done":
+                kind = "text" if etype == "response.output_text.done" else "refusal"
+                block = self._text_block(_int(data, "output_index"), _int(data, "content_index", 0), out, kind)
+                self._remainder(block, block.text_kind, data.get("text", data.get("refusal")), out)
+            case "response.output_text.annotation.added":
                 block = self._text_block(_int(data, "output_index"), _int(data, "content_index", 0), out)
-                self._remainder(block, "text", data.get("text", data.get("refusal")), out)
+                self._citation(block, data.get("annotation"), out)
             case "response.reasoning_summary_text.delta":
                 self._reasoning_delta(data, ("summary", _int(data, "summary_index", 0)), out)
             case "response.reasoning_text.delta":
@@ -174,7 +193,8 @@ class ResponsesStreamDecoder:
     def _start(self, out: list[ir.Event], kind: ir.BlockKind, *, id: str | None = None,
                name: str | None = None, raw: dict[str, Any] | None = None) -> _Block:
         self._close(out)
-        block = _Block(self._next_index)
+        block = _Block(self._next_index, kind=kind)
+        self._refused = self._refused or kind == "refusal"
         self._next_index += 1
         out.append(ir.BlockStart(index=block.index, kind=kind, id=id, name=name, raw=raw,
                                  raw_protocol=RAW_PROTOCOL if kind == "server_tool" else None))
@@ -193,6 +213,31 @@ class ResponsesStreamDecoder:
         if block.closed:
             raise _Malformed(f"a {kind} fragment arrived for block {block.index} after it was closed")
         out.append(ir.BlockDelta(index=block.index, kind=kind, text=text))
+
+    def _citation(self, block: _Block, annotation: Any, out: list[ir.Event]) -> None:
+        data = content.citation_to_ir(annotation)
+        if data is None or block.closed:
+            self.unknown_events += 1  # an annotation type we do not know, or one for a finished part
+            return
+        block.citations += 1
+        out.append(ir.BlockDelta(index=block.index, kind="citation", text="", data=data))
+
+    def _logprobs(self, block: _Block, value: Any, out: list[ir.Event]) -> None:
+        tokens = block_data.token_logprobs(value)
+        if tokens and not block.closed:
+            block.logprobs = True
+            out.append(ir.BlockDelta(index=block.index, kind="logprobs", text="", data={"content": tokens}))
+
+    def _final_part(self, block: _Block, final: ir.Block, out: list[ir.Event]) -> None:
+        """A finished part: the text the deltas missed, and its annotations and logprobs
+        when no event carried them."""
+
+        if not block.logprobs and final.logprobs:
+            self._logprobs(block, final.logprobs, out)
+        self._remainder(block, block.text_kind, final.text, out)
+        if not block.citations:
+            for data in final.citations:
+                self._citation(block, data["raw"], out)
 
     def _deliver(self, block: _Block, kind: ir.DeltaKind, text: str, out: list[ir.Event]) -> None:
         self._emit(block, kind, text, out)
@@ -255,11 +300,12 @@ class ResponsesStreamDecoder:
         self._new_item(index, "function_call").parts[0] = block
         return block
 
-    def _text_block(self, index: int, content_index: int, out: list[ir.Event]) -> _Block:
+    def _text_block(self, index: int, content_index: int, out: list[ir.Event],
+                    kind: ir.BlockKind = "text") -> _Block:
         item = self._expect(index, "message") or self._new_item(index, "message")
         block = item.parts.get(content_index)
         if block is None:
-            block = item.parts[content_index] = self._start(out, "text")
+            block = item.parts[content_index] = self._start(out, kind)
         return block
 
     def _content_part(self, etype: str, data: dict[str, Any], out: list[ir.Event]) -> None:
@@ -269,10 +315,14 @@ class ResponsesStreamDecoder:
             if index not in self._items:
                 self._start_reasoning(index, {"id": data.get("item_id")}, out)
             return  # the reasoning block spans all its parts
-        if part.get("type") not in ("output_text", "refusal"):
+        finals = content.blocks_of({"content": [part]})
+        if not finals:
             return
-        block = self._text_block(index, content_index, out)
-        self._remainder(block, "text", part.get("text", part.get("refusal")), out)
+        block = self._text_block(index, content_index, out, finals[0].kind)
+        if etype == "response.content_part.done":
+            self._final_part(block, finals[0], out)
+        else:
+            self._remainder(block, block.text_kind, finals[0].text, out)
         if etype == "response.content_part.done" and block is self._open:
             self._close(out)
 
@@ -298,11 +348,11 @@ class ResponsesStreamDecoder:
         match item.get("type"):
             case "message":
                 self._expect(index, "message")
-                content = item.get("content")
-                for ci, part in enumerate(content if isinstance(content, list) else []):
-                    texts = message_texts({"content": [part]})
-                    if texts:
-                        self._remainder(self._text_block(index, ci, out), "text", texts[0], out)
+                parts = item.get("content")
+                for ci, part in enumerate(parts if isinstance(parts, list) else []):
+                    finals = content.blocks_of({"content": [part]})
+                    if finals:
+                        self._final_part(self._text_block(index, ci, out, finals[0].kind), finals[0], out)
                 entry = self._items.get(index)
                 if entry is not None and self._open in entry.parts.values():
                     self._close(out)
@@ -345,7 +395,10 @@ class ResponsesStreamDecoder:
         self._close(out)
         if usage is not None:
             out.append(usage)
-        finish = finish_from_status(status, reason, has_calls)
+        refused = self._refused or any(
+            b.kind == "refusal" for i in output if isinstance(i, dict) and i.get("type") == "message"
+            for b in content.blocks_of(i))
+        finish = finish_from_status(status, reason, has_calls, refused)
         assert finish is not None
         out.append(finish)
         self._done = True

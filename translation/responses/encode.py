@@ -3,7 +3,9 @@
 Every event carries ``sequence_number`` (0, 1, 2, …); ``response.created`` and
 ``response.in_progress`` open with the full response object; each IR block becomes
 one output item with its own increasing ``output_index``: a text block a message
-(``content_part`` + ``output_text`` events), a reasoning block a reasoning item (one
+(``content_part`` + ``output_text`` events, its citations as ``annotation.added`` and in the
+part's ``annotations``, its token logprobs on the delta they describe and in the part), a
+refusal block a message with a ``refusal`` part (``response.refusal.*`` events), a reasoning block a reasoning item (one
 summary part; the signature as ``encrypted_content``), a tool call a function_call
 item. The terminal event is written by ``finish()`` because usage may follow the
 finish: ``response.completed``, ``response.incomplete`` (length, content filter) or
@@ -19,7 +21,7 @@ from .. import ir, sse
 from ..encoder_base import EncoderBase
 from ..ids import new_id
 from ..protocol import EncodeContext
-from . import items
+from . import content, items
 from .envelope import echoed_fields, response_object
 from .errors import response_error
 from .response import RAW_PROTOCOL
@@ -41,6 +43,9 @@ class _Item:
     call_id: str = ""
     name: str = ""
     raw: dict[str, Any] | None = None
+    logprobs: list[ir.JSON] = field(default_factory=list)  # text: every token so far
+    pending: list[ir.JSON] = field(default_factory=list)  # text: tokens of the next delta
+    annotations: list[ir.JSON] = field(default_factory=list)  # text: as announced
 
 
 class ResponsesStreamEncoder(EncoderBase):
@@ -53,6 +58,7 @@ class ResponsesStreamEncoder(EncoderBase):
         self._started = False
         self._open: _Item | None = None
         self._output: list[dict[str, Any]] = []  # finished items, in output_index order
+        self._refusal_shown = False
 
     # ------------------------------------------------------------ entry points
 
@@ -69,7 +75,7 @@ class ResponsesStreamEncoder(EncoderBase):
         if finish.reason == ir.FinishReason.ERROR:
             self._failed(ir.Error(message="upstream finished with an error"), out)
             return
-        reason = incomplete_reason_for(finish)
+        reason = incomplete_reason_for(finish, self._refusal_shown)
         status = "incomplete" if reason else "completed"
         response = self._response(status, render_usage(self._usage), incomplete_reason=reason)
         out.append(self._event(f"response.{status}", {"response": response}))
@@ -109,9 +115,9 @@ class ResponsesStreamEncoder(EncoderBase):
         self._close(out, "completed")  # at most one block is open; be safe if not
         index = len(self._output)
         match event.kind:
-            case "text":
-                item = _Item(event.index, "text", index, items.message_id())
-                added = items.message(item.item_id, [], "in_progress")
+            case "text" | "refusal":
+                item = _Item(event.index, event.kind, index, items.message_id())
+                added = content.message(item.item_id, [], "in_progress")
             case "reasoning":
                 item = _Item(event.index, "reasoning", index, items.reasoning_id(event.id))
                 added = items.reasoning(item.item_id, "", None)
@@ -129,22 +135,36 @@ class ResponsesStreamEncoder(EncoderBase):
                 assert_never(event.kind)
         self._open = item
         out.append(self._event("response.output_item.added", {"output_index": index, "item": added}))
-        if item.kind == "text":
+        if item.kind in ("text", "refusal"):
+            part = content.output_text("") if item.kind == "text" else content.refusal("")
             out.append(self._event("response.content_part.added", {
-                **self._where(item), "content_index": 0, "part": items.output_text("")}))
+                **self._where(item), "content_index": 0, "part": part}))
 
     def _where(self, item: _Item) -> dict[str, Any]:
         return {"item_id": item.item_id, "output_index": item.output_index}
 
     def _block_delta(self, event: ir.BlockDelta, out: list[bytes]) -> None:
         item = self._open
-        if item is None or item.block != event.index or not event.text:
+        if item is None or item.block != event.index:
+            return
+        if event.data is not None and item.kind == "text":
+            self._text_data(item, event.kind, event.data, out)
+            return
+        if not event.text:
             return
         match (item.kind, event.kind):
             case ("text", "text"):
                 item.pieces.append(event.text)
+                tokens, item.pending = item.pending, []
+                item.logprobs.extend(tokens)
                 out.append(self._event("response.output_text.delta", {
-                    **self._where(item), "content_index": 0, "delta": event.text, "logprobs": []}))
+                    **self._where(item), "content_index": 0, "delta": event.text,
+                    "logprobs": content.logprobs_to_wire(tokens)}))
+            case ("refusal", "refusal"):
+                item.pieces.append(event.text)
+                self._refusal_shown = True
+                out.append(self._event("response.refusal.delta", {
+                    **self._where(item), "content_index": 0, "delta": event.text}))
             case ("reasoning", "reasoning"):
                 if not item.summary_open:
                     item.summary_open = True
@@ -162,6 +182,19 @@ class ResponsesStreamEncoder(EncoderBase):
             case _:
                 pass  # redacted thinking, server tool input: no Responses field shows them
 
+    def _text_data(self, item: _Item, kind: ir.DeltaKind, data: ir.JSON, out: list[bytes]) -> None:
+        if kind == "logprobs":
+            tokens = data.get("content")
+            item.pending.extend(tokens if isinstance(tokens, list) else [])
+        elif kind == "citation":
+            note = content.citation_to_wire(data)
+            if note is None:
+                return  # a document location: no Responses annotation shows it
+            out.append(self._event("response.output_text.annotation.added", {
+                **self._where(item), "content_index": 0, "annotation_index": len(item.annotations),
+                "annotation": note}))
+            item.annotations.append(note)
+
     def _close(self, out: list[bytes], status: items.ItemStatus) -> None:
         item = self._open
         if item is None:
@@ -170,11 +203,26 @@ class ResponsesStreamEncoder(EncoderBase):
         text = "".join(item.pieces)
         match item.kind:
             case "text":
-                done = items.message(item.item_id, [text], status)
+                if item.pending:  # tokens no text followed: a delta of their own, as on every other
+                    item.logprobs.extend(item.pending)
+                    out.append(self._event("response.output_text.delta", {
+                        **self._where(item), "content_index": 0, "delta": "",
+                        "logprobs": content.logprobs_to_wire(item.pending)}))
+                    item.pending = []
+                part = content.output_text(text, item.annotations, item.logprobs)
+                done = content.message(item.item_id, [part], status)
                 out.append(self._event("response.output_text.done", {
-                    **self._where(item), "content_index": 0, "text": text, "logprobs": []}))
+                    **self._where(item), "content_index": 0, "text": text,
+                    "logprobs": content.logprobs_to_wire(item.logprobs)}))
                 out.append(self._event("response.content_part.done", {
-                    **self._where(item), "content_index": 0, "part": items.output_text(text)}))
+                    **self._where(item), "content_index": 0, "part": part}))
+            case "refusal":
+                part = content.refusal(text)
+                done = content.message(item.item_id, [part], status)
+                out.append(self._event("response.refusal.done", {
+                    **self._where(item), "content_index": 0, "refusal": text}))
+                out.append(self._event("response.content_part.done", {
+                    **self._where(item), "content_index": 0, "part": part}))
             case "reasoning":
                 done = items.reasoning(item.item_id, text, item.signature)
                 if item.summary_open:

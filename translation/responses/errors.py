@@ -3,7 +3,7 @@
 Rendered: ``{"error": {"message", "type", "param", "code"}}``. Parsed: whatever an
 upstream sent (the envelope, a bare string, a stream ``error`` event with the
 fields at top level, plain text) → :class:`ir.Error`. A failed response carries
-``error: {code, message}`` where ``code`` is one of a closed list.
+``error: {code, message}``.
 """
 
 from __future__ import annotations
@@ -15,15 +15,6 @@ from ..openai_errors import UNKNOWN_STATUS, default_type, error_from_object, par
 
 __all__ = ["default_type", "error_from_object", "failed_error", "parse_error", "render_error",
            "response_error", "stream_error"]
-
-# ``Response.error.code`` values the API documents (openai-python's ResponseError).
-RESPONSE_ERROR_CODES = frozenset({
-    "server_error", "rate_limit_exceeded", "invalid_prompt", "vector_store_timeout",
-    "invalid_image", "invalid_image_format", "invalid_base64_image", "invalid_image_url",
-    "image_too_large", "image_too_small", "image_parse_error", "image_content_policy_violation",
-    "invalid_image_mode", "image_file_too_large", "unsupported_image_media_type",
-    "empty_image_file", "failed_to_download_image", "image_file_not_found",
-})
 
 
 def stream_error(data: dict[str, Any]) -> ir.Error:
@@ -45,10 +36,13 @@ def failed_error(response: dict[str, Any]) -> ir.Error:
 
 
 def response_error(err: ir.Error) -> dict[str, Any]:
-    """``Response.error`` for a failed response: the code must be a documented one, so a
-    provider code outside the list is replaced by the one its status stands for."""
+    """``Response.error`` for a failed response. The upstream's own code stays, even one
+    outside the SDK's closed list: the API itself sends such codes there (our recorded
+    ``openai-error.1`` stream fails with ``insufficient_quota``), and clients act on the code
+    (``context_length_exceeded`` is how an agent learns to compact, not the message text).
+    Without one (numbers are HTTP statuses, not codes), the code its status stands for."""
 
-    code = err.code if err.code in RESPONSE_ERROR_CODES else None
+    code = err.code if err.code and not err.code.isdigit() else None
     if code is None:
         code = {429: "rate_limit_exceeded", 400: "invalid_prompt"}.get(err.status, "server_error")
     return {"code": code, "message": err.message}

@@ -7,21 +7,13 @@ from typing import Any
 from .. import ir, sse
 from ..ids import new_id
 from ..protocol import EncodeContext
-from . import items
+from . import content, items
 from .envelope import response_object
 from .errors import failed_error, response_error
 from .stop_reason import finish_from_status, incomplete_reason_for
 from .usage import parse_usage, render_usage
 
 RAW_PROTOCOL = "responses"
-
-
-def _text_of(part: dict[str, Any]) -> str | None:
-    if part.get("type") == "output_text" and isinstance(part.get("text"), str):
-        return str(part["text"])
-    if part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
-        return str(part["refusal"])
-    return None
 
 
 def reasoning_text(item: dict[str, Any]) -> str:
@@ -37,14 +29,6 @@ def reasoning_text(item: dict[str, Any]) -> str:
     return ""
 
 
-def message_texts(item: dict[str, Any]) -> list[str]:
-    content = item.get("content")
-    if not isinstance(content, list):
-        return []
-    texts = (_text_of(p) for p in content if isinstance(p, dict))
-    return [t for t in texts if t is not None]
-
-
 def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -54,7 +38,7 @@ def item_blocks(item: dict[str, Any]) -> list[ir.Block]:
 
     match item.get("type"):
         case "message":
-            return [ir.Block(kind="text", text=t) for t in message_texts(item)]
+            return content.blocks_of(item)
         case "reasoning":
             return [ir.Block(kind="reasoning", text=reasoning_text(item), id=_str_or_none(item.get("id")),
                              signature=_str_or_none(item.get("encrypted_content")))]
@@ -93,14 +77,15 @@ def parse_response(body: Any) -> ir.Response:
         return resp
     details = body.get("incomplete_details")
     reason = details.get("reason") if isinstance(details, dict) else None
-    resp.finish = finish_from_status(status or "completed", reason, has_calls)
+    refused = any(b.kind == "refusal" for b in resp.blocks)
+    resp.finish = finish_from_status(status or "completed", reason, has_calls, refused)
     return resp
 
 
 def _render_block(block: ir.Block, client_tools: Any = None) -> dict[str, Any] | None:
     match block.kind:
-        case "text":
-            return items.message(items.message_id(), [block.text])
+        case "text" | "refusal":
+            return content.message(items.message_id(), [content.part(block)])
         case "reasoning":
             return items.reasoning(items.reasoning_id(block.id), block.text, block.signature)
         case "tool_call":
@@ -125,6 +110,6 @@ def render_response(resp: ir.Response, ctx: EncodeContext) -> dict[str, Any]:
     if finish.reason == ir.FinishReason.ERROR:
         err = ir.Error(message="upstream finished with an error", status=502)
         return response_object(ctx, response_id, "failed", output, usage, error=response_error(err))
-    reason = incomplete_reason_for(finish)
+    reason = incomplete_reason_for(finish, any(b.kind == "refusal" for b in resp.blocks))
     return response_object(ctx, response_id, "incomplete" if reason else "completed", output, usage,
                            incomplete_reason=reason)

@@ -10,7 +10,7 @@ from typing import Any
 
 from tests.fixtures.recorded_loader import Recording
 from tests.fixtures.recorded_loader import recordings as _load
-from tests.translation.summary import Summary
+from tests.translation.summary import Summary, carried_by
 from translation import anthropic, ir, sse
 from translation.protocol import EncodeContext
 
@@ -125,7 +125,7 @@ def check_anthropic_wire(wire: bytes) -> list[tuple[str | None, Any]]:
             case "content_block_delta":
                 assert open_block is not None and payload["index"] == next_index - 1
                 deltas.append(payload["delta"]["type"])
-                allowed = {"text": {"text_delta"}, "thinking": {"thinking_delta", "signature_delta"},
+                allowed = {"text": {"text_delta", "citations_delta"}, "thinking": {"thinking_delta", "signature_delta"},
                            "tool_use": {"input_json_delta"}}.get(open_block["type"], set())
                 assert payload["delta"]["type"] in allowed, (open_block["type"], payload["delta"])
             case "content_block_stop":
@@ -156,8 +156,10 @@ def check_anthropic_wire(wire: bytes) -> list[tuple[str | None, Any]]:
 
 
 def comparable(summary: Summary) -> Summary:
-    """The Anthropic wire always shows counts (0 when unknown); the IR may say None."""
+    """The Anthropic wire always shows counts (0 when unknown); the IR may say None. A
+    refusal message is its stop_details, logprobs and OpenAI file citations are not shown."""
 
+    summary = carried_by("anthropic", summary)
     summary.input_tokens = summary.input_tokens or 0
     summary.output_tokens = summary.output_tokens or 0
     summary.cached_tokens = summary.cached_tokens or 0

@@ -27,7 +27,7 @@ _FINISH = {
     "max_tokens": ir.FinishReason.LENGTH,
     "model_context_window_exceeded": ir.FinishReason.LENGTH,
     "tool_use": ir.FinishReason.TOOL_CALLS,
-    "refusal": ir.FinishReason.CONTENT_FILTER,
+    "refusal": ir.FinishReason.REFUSAL,
     "pause_turn": ir.FinishReason.PAUSE,
 }
 
@@ -55,6 +55,13 @@ def summary_from_stream(wire: bytes) -> Summary:
     if error is not None:
         summary.finish = None  # the client saw a failure, not a finished message
     return summary
+
+
+def final_message(wire: bytes) -> Any:
+    """The message ``client.messages.stream`` accumulates from ``wire``."""
+
+    with _client(wire).messages.stream(model="m", max_tokens=1024, messages=[{"role": "user", "content": "hi"}]) as s:
+        return s.get_final_message()
 
 
 def summary_from_json(body: dict[str, Any]) -> Summary:
@@ -90,6 +97,10 @@ def _summary(message: Any) -> Summary:
         match block.type:
             case "text":
                 s.text += block.text
+                for c in block.citations or []:
+                    # The IR's name for a web page citation, kept independent of the package.
+                    s.citations.append(("url_citation", c.url) if c.type == "web_search_result_location"
+                                       else (c.type, ""))
             case "thinking":
                 s.reasoning += block.thinking
                 if block.signature:
@@ -97,6 +108,8 @@ def _summary(message: Any) -> Summary:
             case "tool_use":
                 s.tool_calls.append((block.id, block.name, _args(block.input)))
     s.finish = _FINISH.get(message.stop_reason) if message.stop_reason else None
+    details = getattr(message, "stop_details", None)
+    s.refusal = (getattr(details, "explanation", None) or "") if details is not None else ""
     u = message.usage
     cached = u.cache_read_input_tokens
     creation = u.cache_creation_input_tokens

@@ -76,6 +76,10 @@ def test_padded_json_and_spaced_ping_are_fine_and_ping_is_not_unknown() -> None:
         ir.Usage(input_tokens=115, output_tokens=9, cached_tokens=100, cache_creation_tokens=5)
 
 
+CITED = {"type": "web_search_result_location", "cited_text": "Hi there", "url": "https://e.x/a", "title": "A",
+         "encrypted_index": "Eo8B"}
+
+
 def test_every_block_kind_and_delta() -> None:
     out = run(ev(START),
               block_start(0, {"type": "thinking", "thinking": "", "signature": ""}),
@@ -84,7 +88,7 @@ def test_every_block_kind_and_delta() -> None:
               block_start(1, {"type": "redacted_thinking", "data": "opaque"}), stop(1),
               block_start(2, {"type": "text", "text": ""}),
               delta(2, {"type": "text_delta", "text": "Hi"}),
-              delta(2, {"type": "citations_delta", "citation": {"type": "web_search_result_location"}}), stop(2),
+              delta(2, {"type": "citations_delta", "citation": CITED}), stop(2),
               block_start(3, {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}),
               delta(3, {"type": "input_json_delta", "partial_json": ""}),
               delta(3, {"type": "input_json_delta", "partial_json": '{"a":'}),
@@ -94,7 +98,11 @@ def test_every_block_kind_and_delta() -> None:
         ir.BlockStart(0, "reasoning"), ir.BlockDelta(0, "reasoning", "hmm"), ir.BlockDelta(0, "signature", "sig"),
         ir.BlockStop(0),
         ir.BlockStart(1, "reasoning"), ir.BlockDelta(1, "redacted", "opaque"), ir.BlockStop(1),
-        ir.BlockStart(2, "text"), ir.BlockDelta(2, "text", "Hi"), ir.BlockStop(2),
+        ir.BlockStart(2, "text"), ir.BlockDelta(2, "text", "Hi"),
+        ir.BlockDelta(2, "citation", "", data={
+            "type": "url_citation", "url": "https://e.x/a", "title": "A", "cited_text": "Hi there",
+            "start_index": 0, "end_index": 2, "raw": CITED}),
+        ir.BlockStop(2),
         ir.BlockStart(3, "tool_call", id="toolu_1", name="f"), ir.BlockDelta(3, "arguments", '{"a":'),
         ir.BlockDelta(3, "arguments", " 1}"), ir.BlockStop(3),
         ir.Usage(input_tokens=115, output_tokens=9, cached_tokens=100, cache_creation_tokens=5),
@@ -102,10 +110,17 @@ def test_every_block_kind_and_delta() -> None:
     ]
 
 
-def test_citations_delta_is_dropped_and_not_counted_unknown() -> None:
-    events, decoder = decode_with(recorded_wire("test_anthropic_web_search_tool_stream.yaml#0"))
+def test_every_citations_delta_becomes_a_citation_at_its_block_stop() -> None:
+    wire = recorded_wire("test_anthropic_web_search_tool_stream.yaml#0")
+    events, decoder = decode_with(wire)
     check_ir_stream(events)
-    assert decoder.unknown_events == 0 and b"citations_delta" in recorded_wire("test_anthropic_web_search_tool_stream.yaml#0")
+    assert decoder.unknown_events == 0
+    cites = [e for e in events if isinstance(e, ir.BlockDelta) and e.kind == "citation"]
+    assert len(cites) == wire.count(b'"type":"citations_delta"') > 0
+    for cite in cites:  # each spans its whole block, which is over once the citation is emitted
+        assert cite.data is not None and cite.data["type"] == "url_citation" and cite.data["start_index"] == 0
+        position = events.index(cite)
+        assert isinstance(events[position + 1], ir.BlockDelta | ir.BlockStop)
 
 
 def test_server_tool_use_input_deltas_are_folded_into_the_raw_block() -> None:

@@ -220,3 +220,55 @@ def test_arguments_that_are_not_an_object_are_dropped_so_the_client_does_not_cra
         out = body_events([ir.MessageStart(), ir.BlockStart(0, "tool_call", id="t", name="f"),
                            ir.BlockDelta(0, "arguments", args), ir.BlockStop(0), STOP])
         assert [p["type"] for p in out] == ["content_block_start", "content_block_stop"]
+
+
+def url(start: int, end: int) -> dict[str, Any]:
+    return {"type": "url_citation", "url": "https://e.x/", "title": "E", "cited_text": None, "start_index": start,
+            "end_index": end, "raw": {"type": "url_citation"}}
+
+
+def test_an_openai_url_citation_becomes_a_web_search_result_location_quoting_its_span() -> None:
+    out = payloads([ir.MessageStart(), ir.BlockStart(0, "text"), ir.BlockDelta(0, "text", "Rain in "),
+                    ir.BlockDelta(0, "text", "Paris today."), ir.BlockDelta(0, "citation", "", data=url(8, 13)),
+                    ir.BlockDelta(0, "citation", "", data={**url(0, 1), "type": "file_citation"}),
+                    ir.BlockStop(0), STOP])
+    cited = [p["delta"]["citation"] for p in out if p["type"] == "content_block_delta"
+             and p["delta"]["type"] == "citations_delta"]
+    assert cited == [{"type": "web_search_result_location", "cited_text": "Paris", "url": "https://e.x/",
+                      "title": "E", "encrypted_index": ""}]  # the file citation has no Anthropic shape
+
+
+def test_an_anthropic_citation_goes_back_as_it_came() -> None:
+    raw = {"type": "char_location", "cited_text": "x", "document_index": 0, "document_title": None,
+           "start_char_index": 0, "end_char_index": 1}
+    out = payloads([ir.MessageStart(), ir.BlockStart(0, "text"), ir.BlockDelta(0, "text", "x"),
+                    ir.BlockDelta(0, "citation", "", data={"type": "char_location", "url": None, "start_index": 0,
+                                                           "end_index": 1, "raw": raw}), ir.BlockStop(0), STOP])
+    assert [p["delta"] for p in out if p["type"] == "content_block_delta"][1] == {
+        "type": "citations_delta", "citation": raw}
+
+
+def test_a_refusal_message_is_the_stop_details_explanation() -> None:
+    out = payloads([ir.MessageStart(), ir.BlockStart(0, "text"), ir.BlockDelta(0, "text", "Hm."), ir.BlockStop(0),
+                    ir.BlockStart(1, "refusal"), ir.BlockDelta(1, "refusal", "I can't help with that."),
+                    ir.BlockStop(1), ir.Finish(ir.FinishReason.REFUSAL, raw="stop")])
+    assert [p["content_block"]["type"] for p in out if p["type"] == "content_block_start"] == ["text"]
+    [delta] = [p["delta"] for p in out if p["type"] == "message_delta"]
+    assert delta["stop_reason"] == "refusal"
+    assert delta["stop_details"] == {"type": "refusal", "category": None, "explanation": "I can't help with that."}
+
+
+def test_anthropic_stop_details_go_back_verbatim() -> None:
+    details = {"type": "refusal", "category": "cyber", "explanation": "Blocked."}
+    out = payloads([ir.MessageStart(), ir.BlockStart(0, "refusal", raw=details, raw_protocol="anthropic"),
+                    ir.BlockDelta(0, "refusal", "Blocked."), ir.BlockStop(0),
+                    ir.Finish(ir.FinishReason.REFUSAL, raw="refusal")])
+    [delta] = [p["delta"] for p in out if p["type"] == "message_delta"]
+    assert delta["stop_details"] == details
+
+
+def test_logprobs_have_no_anthropic_slot() -> None:
+    out = payloads([ir.MessageStart(), ir.BlockStart(0, "text"),
+                    ir.BlockDelta(0, "logprobs", "", data={"content": [{"token": "x", "logprob": 0.0}]}),
+                    ir.BlockDelta(0, "text", "x"), ir.BlockStop(0), STOP])
+    assert [p["delta"] for p in out if p["type"] == "content_block_delta"] == [{"type": "text_delta", "text": "x"}]

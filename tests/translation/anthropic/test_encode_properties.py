@@ -15,7 +15,14 @@ from .sdk_readback import summary_from_stream
 
 TEXT = st.text(max_size=12)
 DELTA_KINDS: dict[str, list[ir.DeltaKind]] = {
-    "text": ["text"], "reasoning": ["reasoning", "signature"], "tool_call": ["arguments"], "server_tool": ["text"],
+    "text": ["text", "text", "citation", "logprobs"], "reasoning": ["reasoning", "signature"],
+    "tool_call": ["arguments"], "server_tool": ["text"], "refusal": ["refusal"],
+}
+DATA = {
+    "citation": st.builds(lambda kind, end: {"type": kind, "url": "https://e.x/", "title": "E", "start_index": 0,
+                                             "end_index": end, "raw": {"type": kind}},
+                          st.sampled_from(["url_citation", "file_citation"]), st.integers(0, 5)),
+    "logprobs": st.just({"content": [{"token": "t", "logprob": -1.0, "bytes": None, "top_logprobs": []}]}),
 }
 usage_st = st.builds(ir.Usage, input_tokens=st.none() | st.integers(0, 10**6),
                      output_tokens=st.none() | st.integers(0, 10**5), cached_tokens=st.none() | st.integers(0, 1000),
@@ -45,7 +52,7 @@ def arguments(draw: st.DrawFn) -> list[str]:
 
 @st.composite
 def block(draw: st.DrawFn, index: int) -> list[ir.Event]:
-    kinds_of_block: list[ir.BlockKind] = ["text", "reasoning", "tool_call", "server_tool"]
+    kinds_of_block: list[ir.BlockKind] = ["text", "reasoning", "tool_call", "server_tool", "refusal"]
     kind = draw(st.sampled_from(kinds_of_block))
     start = ir.BlockStart(index, kind)
     if kind == "tool_call":
@@ -60,8 +67,8 @@ def block(draw: st.DrawFn, index: int) -> list[ir.Event]:
     if kind == "tool_call":
         deltas = [ir.BlockDelta(index, "arguments", piece) for piece in draw(arguments())]
     else:
-        deltas = draw(st.lists(st.builds(ir.BlockDelta, index=st.just(index), kind=st.sampled_from(kinds),
-                                         text=TEXT), max_size=5))
+        deltas = [ir.BlockDelta(index, k, "", data=draw(DATA[k])) if k in DATA else ir.BlockDelta(index, k, draw(TEXT))
+                  for k in draw(st.lists(st.sampled_from(kinds), max_size=5))]
     extra = draw(st.lists(usage_st, max_size=1))
     return [start, *deltas, *extra, ir.BlockStop(index)]
 
@@ -90,7 +97,8 @@ def encoded(events: list[ir.Event]) -> tuple[bytes, list[bytes]]:
 
 
 def expected_blocks(events: list[ir.Event]) -> int:
-    """Blocks an Anthropic client should see: everything but empty reasoning and foreign server items."""
+    """Blocks an Anthropic client should see: everything but empty reasoning, foreign server
+    items and refusals (the message's stop_details)."""
 
     count = 0
     for b in fold.fold(events).blocks:
@@ -98,6 +106,8 @@ def expected_blocks(events: list[ir.Event]) -> int:
             count += b.raw_protocol == "anthropic"
         elif b.kind == "reasoning":
             count += bool(b.text or b.signature or b.redacted)
+        elif b.kind == "refusal":
+            pass
         else:
             count += 1
     return count
@@ -151,9 +161,10 @@ def test_the_sdk_reads_random_streams_as_their_fold(events: list[ir.Event]) -> N
     for (got_id, got_name, _), (want_id, want_name, _) in zip(client.tool_calls, want.tool_calls):
         assert got_name == want_name and (got_id == want_id or not want_id and got_id.startswith("toolu_"))
     if resp.error is None:
-        assert client.finish == resp.finish.reason if resp.finish and resp.finish.reason != ir.FinishReason.ERROR \
+        assert client.finish == want.finish if resp.finish and resp.finish.reason != ir.FinishReason.ERROR \
             else client.finish == ir.FinishReason.STOP
         assert (client.output_tokens, client.cached_tokens) == (want.output_tokens, want.cached_tokens)
+        assert (client.refusal, client.citations) == (want.refusal, want.citations)
         u = resp.usage
         if (u.input_tokens or 0) >= (u.cached_tokens or 0) + (u.cache_creation_tokens or 0):
             assert client.input_tokens == want.input_tokens

@@ -57,3 +57,11 @@ def test_stream_error_event_status_by_type() -> None:
                                ("something_new", 502)]:
         err = errors.error_from_event({"type": "error", "error": {"type": error_type, "message": "m"}})
         assert (err.status, err.error_type) == (status, error_type)
+
+
+def test_param_is_read_from_an_openai_shaped_body_but_never_rendered() -> None:
+    err = errors.parse_error(400, {"error": {"message": "bad", "type": "invalid_request_error", "param": "max_tokens",
+                                             "code": "invalid_value"}})
+    assert (err.param, err.code) == ("max_tokens", "invalid_value")
+    body = errors.render_error(400, "bad", "invalid_request_error", "max_tokens", code="invalid_value")
+    assert body == {"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}

@@ -126,8 +126,13 @@ def test_pause_turn_and_its_continuation() -> None:
 
 def test_refusals() -> None:
     resp = folded("anthropic-refusal.chunks.txt")
-    assert resp.blocks == [] and resp.finish == ir.Finish(R.CONTENT_FILTER, raw="refusal")
-    assert folded("fable-fallback/stream-a-refusal.sse").finish == ir.Finish(R.CONTENT_FILTER, raw="refusal")
+    assert resp.finish == ir.Finish(R.REFUSAL, raw="refusal")
+    [refusal] = resp.blocks  # the stop_details explanation, for clients with a refusal slot
+    assert refusal.kind == "refusal" and refusal.text.startswith("This request triggered restrictions on violative")
+    assert refusal.raw is not None and refusal.raw["category"] == "cyber" and refusal.raw_protocol == "anthropic"
+    text_then_refusal = folded("fable-fallback/stream-a-refusal.sse")
+    assert text_then_refusal.finish == ir.Finish(R.REFUSAL, raw="refusal")
+    assert "refusal" not in [b.kind for b in text_then_refusal.blocks]  # explanation: null
 
 
 def test_server_blocks_of_every_kind_keep_their_raw_shape() -> None:

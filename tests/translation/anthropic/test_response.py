@@ -40,8 +40,9 @@ def test_parses_recorded_text_response() -> None:
 
 def test_parses_recorded_refusal_without_content() -> None:
     resp = anthropic.parse_response(recorded("anthropic-refusal.json").body)
-    assert resp.blocks == [] and resp.finish is not None
-    assert (resp.finish.reason, resp.finish.raw) == (ir.FinishReason.CONTENT_FILTER, "refusal")
+    assert [b.kind for b in resp.blocks] == ["refusal"] and resp.finish is not None
+    assert resp.blocks[0].text.startswith("This request triggered restrictions")
+    assert (resp.finish.reason, resp.finish.raw) == (ir.FinishReason.REFUSAL, "refusal")
     assert (resp.usage.input_tokens, resp.usage.output_tokens) == (18, 5)
 
 
@@ -179,3 +180,30 @@ def test_cassette_json_round_trips_through_the_sdk_model(name: str) -> None:
         out = anthropic.render_response(resp, CTX)
         assert comparable(summary_from_json(out)) == comparable(summary_of(resp))
         assert comparable(summary_from_json(body)) == comparable(summary_of(resp))
+
+
+def test_text_block_citations_are_parsed_spanning_the_block() -> None:
+    cited = {"type": "web_search_result_location", "cited_text": "c", "url": "https://e.x/", "title": "E",
+             "encrypted_index": "Eo"}
+    body = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "end_turn",
+            "content": [{"type": "text", "text": "A fact.", "citations": [cited]}],
+            "usage": {"input_tokens": 1, "output_tokens": 1}}
+    [text] = anthropic.parse_response(body).blocks
+    assert [(c["type"], c["url"], c["start_index"], c["end_index"], c["raw"]) for c in text.citations] == [
+        ("url_citation", "https://e.x/", 0, 7, cited)]
+
+
+def test_rendered_message_carries_citations_and_the_refusal_as_stop_details() -> None:
+    resp = ir.Response(blocks=[
+        ir.Block("text", text="Rain in Paris.", citations=[{
+            "type": "url_citation", "url": "https://e.x/", "title": "E", "start_index": 8, "end_index": 13,
+            "raw": {"type": "url_citation"}}], logprobs=[{"token": "Rain", "logprob": 0.0}]),
+        ir.Block("refusal", text="No more.")], finish=ir.Finish(ir.FinishReason.REFUSAL, raw="stop"))
+    body = anthropic.render_response(resp, EncodeContext(model="claude", id="msg_x"))
+    assert body["content"] == [{"type": "text", "text": "Rain in Paris.", "citations": [
+        {"type": "web_search_result_location", "cited_text": "Paris", "url": "https://e.x/", "title": "E",
+         "encrypted_index": ""}]}]
+    assert (body["stop_reason"], body["stop_details"]) == (
+        "refusal", {"type": "refusal", "category": None, "explanation": "No more."})
+    message = Message.model_validate(body)
+    assert message.stop_details is not None and message.stop_details.explanation == "No more."

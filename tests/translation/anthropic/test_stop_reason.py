@@ -9,7 +9,7 @@ R = ir.FinishReason
 @pytest.mark.parametrize("raw, reason", [
     ("end_turn", R.STOP), ("stop_sequence", R.STOP), ("max_tokens", R.LENGTH),
     ("model_context_window_exceeded", R.LENGTH), ("tool_use", R.TOOL_CALLS),
-    ("refusal", R.CONTENT_FILTER), ("pause_turn", R.PAUSE),
+    ("refusal", R.REFUSAL), ("pause_turn", R.PAUSE),
 ])
 def test_maps_every_documented_stop_reason_and_keeps_raw(raw: str, reason: R) -> None:
     finish = stop_reason.to_ir(raw)
@@ -27,14 +27,14 @@ def test_missing_stop_reason_is_stop() -> None:
 
 @pytest.mark.parametrize("reason, raw", [
     (R.STOP, "end_turn"), (R.LENGTH, "max_tokens"), (R.TOOL_CALLS, "tool_use"),
-    (R.CONTENT_FILTER, "refusal"), (R.PAUSE, "pause_turn"), (R.ERROR, "end_turn"),
+    (R.CONTENT_FILTER, "refusal"), (R.REFUSAL, "refusal"), (R.PAUSE, "pause_turn"), (R.ERROR, "end_turn"),
 ])
 def test_ir_reason_maps_through_the_table(reason: R, raw: str) -> None:
     assert stop_reason.from_ir(ir.Finish(reason)) == raw
 
 
 @pytest.mark.parametrize("raw, reason", [
-    ("stop_sequence", R.STOP), ("model_context_window_exceeded", R.LENGTH), ("refusal", R.CONTENT_FILTER),
+    ("stop_sequence", R.STOP), ("model_context_window_exceeded", R.LENGTH), ("refusal", R.REFUSAL),
 ])
 def test_own_raw_value_survives_anthropic_to_anthropic(raw: str, reason: R) -> None:
     assert stop_reason.from_ir(ir.Finish(reason, raw=raw)) == raw

@@ -61,6 +61,13 @@ def summary_from_stream(wire: bytes) -> Summary:
     return _summary(completion)
 
 
+def final_completion(wire: bytes) -> Any:
+    """The completion ``ChatCompletionStream`` accumulates from ``wire`` (raises on an error chunk)."""
+
+    with _client(wire).chat.completions.stream(model="m", messages=[{"role": "user", "content": "x"}]) as stream:
+        return stream.get_final_completion()
+
+
 def summary_from_json(body: dict[str, Any]) -> Summary:
     return _summary(ChatCompletion.model_validate(body))
 
@@ -80,7 +87,11 @@ def _summary(completion: Any) -> Summary:
     if completion.choices:
         choice = completion.choices[0]
         message = choice.message
-        s.text = (message.content or "") + (message.refusal or "")
+        s.text = message.content or ""
+        s.refusal = message.refusal or ""
+        s.citations = [("url_citation", a.url_citation.url) for a in message.annotations or []]
+        if choice.logprobs is not None:
+            s.logprobs = [t.token for t in choice.logprobs.content or []]
         extra = message.model_extra or {}
         s.reasoning = extra.get("reasoning_content") or ""
         for call in message.tool_calls or []:

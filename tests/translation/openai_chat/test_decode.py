@@ -49,7 +49,9 @@ def test_reasoning_content_and_reasoning_fields_and_refusal() -> None:
                            chunk({"refusal": "no"}), chunk({}, "stop"))
     check_ir_stream(events)
     deltas = [(e.kind, e.text) for e in events if isinstance(e, ir.BlockDelta)]
-    assert deltas == [("reasoning", "a"), ("reasoning", "b"), ("text", "no")]
+    assert deltas == [("reasoning", "a"), ("reasoning", "b"), ("refusal", "no")]
+    assert [e.kind for e in events if isinstance(e, ir.BlockStart)] == ["reasoning", "refusal"]
+    assert events[-1] == ir.Finish(F.REFUSAL, raw="stop")  # Chat says "stop"; the refusal says why
 
 
 def test_reasoning_details_are_ignored() -> None:
@@ -281,3 +283,30 @@ def test_unknown_finish_reason_keeps_raw() -> None:
 
 def chunk_json(delta: dict[str, object]) -> str:
     return json.dumps(chunk(delta))
+
+
+def annotation(start: int, end: int, link: str = "https://e.x/") -> dict:
+    return {"type": "url_citation", "url_citation": {"url": link, "title": "E", "start_index": start,
+                                                     "end_index": end}}
+
+
+def test_annotations_become_citations_indexed_from_their_text_block() -> None:
+    # As search models send them: all at once in a last content-less delta, indexed into the whole content.
+    events = decode_chunks(chunk({"content": "Intro. "}), chunk({"reasoning_content": "hmm"}),
+                           chunk({"content": "Cited fact."}),
+                           chunk({"annotations": [annotation(7, 18)]}), chunk({}, "stop"))
+    check_ir_stream(events)
+    [cite] = [e for e in events if isinstance(e, ir.BlockDelta) and e.kind == "citation"]
+    assert cite.index == 2 and cite.data is not None  # the second text block, after the reasoning
+    assert (cite.data["type"], cite.data["url"], cite.data["title"]) == ("url_citation", "https://e.x/", "E")
+    assert (cite.data["start_index"], cite.data["end_index"]) == (0, 11)
+
+
+def test_logprobs_come_before_the_text_they_describe() -> None:
+    tokens = [{"token": "Hi", "logprob": -0.5, "bytes": [72, 105], "top_logprobs": [
+        {"token": "Hi", "logprob": -0.5, "bytes": [72, 105]}]}]
+    with_logprobs = chunk({"content": "Hi"})
+    with_logprobs["choices"][0]["logprobs"] = {"content": tokens, "refusal": None}
+    events = decode_chunks(with_logprobs, chunk({}, "stop"))
+    deltas = [(e.kind, e.text, e.data) for e in events if isinstance(e, ir.BlockDelta)]
+    assert deltas == [("logprobs", "", {"content": tokens}), ("text", "Hi", None)]

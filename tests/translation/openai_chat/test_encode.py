@@ -106,7 +106,8 @@ def test_error_writes_the_error_ending_at_once_and_nothing_after() -> None:
     out += encoder.feed(ir.BlockDelta(0, "text", "part"))
     ending = encoder.feed(ir.Error(message="Overloaded", error_type="overloaded_error", status=529, code="529"))
     assert wire_payloads(b"".join(ending)) == [
-        chunk({}, "error", error={"message": "Overloaded", "type": "overloaded_error", "code": "529"}), "[DONE]"]
+        chunk({}, "error", error={"message": "Overloaded", "type": "overloaded_error", "param": None, "code": "529"}),
+        "[DONE]"]
     assert encoder.feed(ir.BlockDelta(0, "text", "late")) == []
     assert encoder.feed(ir.Finish(F.STOP)) == [] and encoder.finish() == []
 
@@ -114,7 +115,7 @@ def test_error_writes_the_error_ending_at_once_and_nothing_after() -> None:
 def test_error_before_anything_still_starts_the_stream() -> None:
     payloads = wire_payloads(encode([ir.Error(message="boom")], CTX))
     assert payloads[0] == ROLE and payloads[-1] == "[DONE]"
-    assert payloads[1]["error"] == {"message": "boom", "type": "api_error", "code": None}
+    assert payloads[1]["error"] == {"message": "boom", "type": "api_error", "param": None, "code": None}
 
 
 def test_finish_without_finish_reason_is_an_error_ending() -> None:
@@ -176,3 +177,82 @@ def test_events_without_message_start_still_begin_with_the_role_chunk() -> None:
     payloads = wire_payloads(encode([ir.BlockStart(0, "text"), ir.BlockDelta(0, "text", "x"), ir.BlockStop(0),
                                      ir.Finish(F.STOP)], CTX))
     assert payloads[:2] == [ROLE, chunk({"content": "x"})]
+
+
+# ------------------------------------------------------------ refusals, logprobs, citations
+
+TOKENS = [{"token": "No", "logprob": -0.1, "bytes": [78, 111], "top_logprobs": []}]
+
+
+def test_refusal_streams_in_refusal_never_in_content_and_finishes_stop() -> None:
+    payloads = wire_payloads(encode([
+        ir.MessageStart(), ir.BlockStart(0, "refusal"), ir.BlockDelta(0, "refusal", "I can't"),
+        ir.BlockDelta(0, "refusal", " help."), ir.BlockStop(0), ir.Finish(F.REFUSAL, raw="stop")], CTX))
+    deltas = [p["choices"][0]["delta"] for p in payloads[1:-1]]
+    assert deltas == [{"refusal": "I can't"}, {"refusal": " help."}, {}]
+    assert payloads[-2]["choices"][0]["finish_reason"] == "stop"
+
+
+def test_refusal_without_a_message_is_a_content_filter() -> None:
+    # Anthropic's classifier stopped the answer: nothing in `refusal` says so, the finish reason must.
+    payloads = wire_payloads(encode([ir.MessageStart(), ir.BlockStart(0, "text"), ir.BlockDelta(0, "text", "Su"),
+                                     ir.BlockStop(0), ir.Finish(F.REFUSAL, raw="refusal")], CTX))
+    assert payloads[-2]["choices"][0]["finish_reason"] == "content_filter"
+
+
+def test_logprobs_ride_on_the_chunk_of_their_text() -> None:
+    payloads = wire_payloads(encode([
+        ir.MessageStart(), ir.BlockStart(0, "text"), ir.BlockDelta(0, "logprobs", "", data={"content": TOKENS}),
+        ir.BlockDelta(0, "text", "No"), ir.BlockDelta(0, "text", "!"), ir.BlockStop(0), ir.Finish(F.STOP)], CTX))
+    first, second = payloads[1]["choices"][0], payloads[2]["choices"][0]
+    assert first["delta"] == {"content": "No"} and first["logprobs"] == {"content": TOKENS, "refusal": None}
+    assert second["delta"] == {"content": "!"} and second["logprobs"] is None
+
+
+def test_refusal_logprobs_go_to_logprobs_refusal() -> None:
+    payloads = wire_payloads(encode([
+        ir.MessageStart(), ir.BlockStart(0, "refusal"), ir.BlockDelta(0, "logprobs", "", data={"content": TOKENS}),
+        ir.BlockDelta(0, "refusal", "No"), ir.BlockStop(0), ir.Finish(F.REFUSAL)], CTX))
+    assert payloads[1]["choices"][0]["logprobs"] == {"content": None, "refusal": TOKENS}
+
+
+def test_logprobs_no_text_followed_still_reach_the_client() -> None:
+    payloads = wire_payloads(encode([
+        ir.MessageStart(), ir.BlockStart(0, "text"), ir.BlockDelta(0, "logprobs", "", data={"content": TOKENS}),
+        ir.BlockStop(0), ir.Finish(F.STOP)], CTX))
+    assert payloads[1]["choices"][0] == {"index": 0, "delta": {}, "logprobs": {"content": TOKENS, "refusal": None},
+                                         "finish_reason": None}
+
+
+def url(start: int, end: int, link: str = "https://e.x/") -> dict[str, Any]:
+    return {"type": "url_citation", "url": link, "title": "E", "cited_text": None, "start_index": start,
+            "end_index": end, "raw": {}}
+
+
+def test_citations_go_out_once_before_the_finish_indexed_into_the_whole_content() -> None:
+    payloads = wire_payloads(encode([
+        ir.MessageStart(),
+        ir.BlockStart(0, "text"), ir.BlockDelta(0, "text", "Intro. "), ir.BlockStop(0),
+        ir.BlockStart(1, "text"), ir.BlockDelta(1, "text", "Cited fact."),
+        ir.BlockDelta(1, "citation", "", data=url(0, 11)), ir.BlockStop(1),
+        ir.BlockStart(2, "text"), ir.BlockDelta(2, "text", " More"),
+        ir.BlockDelta(2, "citation", "", data=url(1, 5, "https://f.x/")), ir.BlockStop(2),
+        ir.BlockStart(3, "text"), ir.BlockDelta(3, "citation", "", data={**url(0, 0), "type": "char_location"}),
+        ir.BlockStop(3), ir.Finish(F.STOP)], CTX))
+    content = "".join(p["choices"][0]["delta"].get("content") or "" for p in payloads[:-1])
+    [notes] = [p["choices"][0]["delta"]["annotations"] for p in payloads[:-1]
+               if "annotations" in p["choices"][0]["delta"]]
+    assert payloads[-3]["choices"][0]["delta"] == {"annotations": notes}  # right before the finish chunk
+    spans = [(n["url_citation"]["url"], content[n["url_citation"]["start_index"]:n["url_citation"]["end_index"]])
+             for n in notes]
+    assert spans == [("https://e.x/", "Cited fact."), ("https://f.x/", "More")]  # the document location is left out
+    assert notes[0] == {"type": "url_citation", "url_citation": {"url": "https://e.x/", "title": "E",
+                                                                 "start_index": 7, "end_index": 18}}
+
+
+def test_error_ending_carries_code_and_param() -> None:
+    payloads = wire_payloads(encode([ir.MessageStart(), ir.Error(
+        message="too long", error_type="invalid_request_error", status=400, code="context_length_exceeded",
+        param="messages")], CTX))
+    assert payloads[-2]["error"] == {"message": "too long", "type": "invalid_request_error", "param": "messages",
+                                     "code": "context_length_exceeded"}

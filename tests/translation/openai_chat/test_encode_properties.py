@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.translation.summary import summary_of
+from tests.translation.summary import carried_by, summary_of
 from translation import fold, ir
 from translation.openai_chat import stream_encoder
 from translation.protocol import EncodeContext
@@ -29,14 +29,27 @@ usages = st.builds(ir.Usage, input_tokens=st.none() | st.integers(0, 10**6),
                    cached_tokens=st.none() | st.integers(0, 1000),
                    reasoning_tokens=st.none() | st.integers(0, 1000))
 DELTA_KINDS: dict[str, list[ir.DeltaKind]] = {
-    "text": ["text"], "reasoning": ["reasoning", "reasoning", "signature", "redacted"],
-    "tool_call": ["arguments"], "server_tool": ["text"],
+    "text": ["text", "text", "logprobs", "citation"], "reasoning": ["reasoning", "reasoning", "signature", "redacted"],
+    "tool_call": ["arguments"], "server_tool": ["text"], "refusal": ["refusal", "logprobs"],
 }
+
+
+def data_for(draw: st.DrawFn, kind: ir.DeltaKind) -> dict[str, Any] | None:
+    """The payload of a logprobs or citation delta (other kinds carry text only)."""
+
+    if kind == "logprobs":
+        return {"content": [{"token": t, "logprob": -0.5, "bytes": None, "top_logprobs": []}
+                            for t in draw(st.lists(texts, min_size=1, max_size=3))]}
+    if kind == "citation":
+        return {"type": draw(st.sampled_from(["url_citation", "url_citation", "char_location"])),
+                "url": "https://e.x/" + draw(st.from_regex(r"[a-z]{0,4}", fullmatch=True)), "title": "E",
+                "start_index": 0, "end_index": draw(st.integers(0, 5)), "raw": {}}
+    return None
 
 
 @st.composite
 def block(draw: st.DrawFn, index: int) -> list[ir.Event]:
-    kind: ir.BlockKind = draw(st.sampled_from(["text", "reasoning", "tool_call", "server_tool"]))
+    kind: ir.BlockKind = draw(st.sampled_from(["text", "reasoning", "tool_call", "server_tool", "refusal"]))
     start = ir.BlockStart(index, kind)
     if kind == "tool_call":
         start.id = draw(st.none() | st.from_regex(r"call_[a-z0-9]{1,8}", fullmatch=True))
@@ -47,7 +60,9 @@ def block(draw: st.DrawFn, index: int) -> list[ir.Event]:
     events: list[ir.Event] = [start]
     for _ in range(draw(st.integers(0, 4))):
         delta_kind = draw(st.sampled_from(DELTA_KINDS[kind]))
-        events.append(ir.BlockDelta(index, delta_kind, draw(fragments if delta_kind == "arguments" else texts)))
+        data = data_for(draw, delta_kind)
+        text = "" if data is not None else draw(fragments if delta_kind == "arguments" else texts)
+        events.append(ir.BlockDelta(index, delta_kind, text, data=data))
         if draw(st.integers(0, 5)) == 0:
             events.append(draw(usages))
     events.append(ir.BlockStop(index))
@@ -152,7 +167,7 @@ def test_encoder_output_is_a_well_formed_chat_stream(events: list[ir.Event]) -> 
 @given(ir_streams())
 def test_sdk_accumulates_what_was_encoded(events: list[ir.Event]) -> None:
     resp = fold.fold(events)
-    want = summary_of(resp)
+    want = carried_by("openai_chat", summary_of(resp))
     got = summary_from_stream(b"".join(encode_parts(events)))
     calls = [b for b in resp.blocks if b.kind == "tool_call"]
     assert len(got.tool_calls) == len(calls)

@@ -29,7 +29,7 @@ def test_parse_openai_error_body() -> None:
                       "param": "max_tokens", "code": "unsupported_parameter"}}
     err = parse_error(400, body)
     assert err == ir.Error(message="Unsupported parameter: 'max_tokens'", error_type="invalid_request_error",
-                           status=400, code="unsupported_parameter")
+                           status=400, code="unsupported_parameter", param="max_tokens")
 
 
 @pytest.mark.parametrize("as_type", [bytes, str])
@@ -65,3 +65,10 @@ def test_parse_string_error_and_gemini_list_envelope() -> None:
 
 def test_parse_fastapi_detail_body() -> None:
     assert parse_error(404, {"detail": "Not Found"}).message == "Not Found"
+
+
+def test_render_error_uses_the_upstream_code_and_param_when_given() -> None:
+    body = render_error(400, "too long", "invalid_request_error", "messages", code="context_length_exceeded")
+    assert body == {"error": {"message": "too long", "type": "invalid_request_error", "param": "messages",
+                              "code": "context_length_exceeded"}}
+    assert render_error(429, "slow down")["error"]["code"] == "rate_limit_exceeded"  # none given: the status's

@@ -141,11 +141,25 @@ def test_n3_recording_serves_only_choice_zero() -> None:
     assert resp.usage.output_tokens == 42  # the usage covers all three choices; it is what was billed
 
 
-def test_refusal_deltas_become_text() -> None:
+def test_refusal_deltas_become_a_refusal_block() -> None:
     _, resp = replay("173417d553406f034f643e5db3f8d591fb691ebac56f5ae39a22cc7d455c5353")
-    assert texts(resp, "text") == "I'm sorry, I can't assist with that request."
+    assert [b.kind for b in resp.blocks] == ["refusal"]
+    assert texts(resp, "refusal") == "I'm sorry, I can't assist with that request."
+    assert resp.finish == ir.Finish(F.REFUSAL, raw="stop")
     _, with_logprobs = replay("569c877e69429d4cbc1577d2cd6dd33878095c68badc6b6654a69769b391a1c1")
-    assert texts(with_logprobs, "text") == "I'm very sorry, but I can't assist with that."
+    [refusal] = with_logprobs.blocks
+    assert refusal.text == "I'm very sorry, but I can't assist with that."
+    assert "".join(t["token"] for t in refusal.logprobs) == refusal.text  # logprobs.refusal, token by token
+    assert refusal.logprobs[1] == {"token": " very", "logprob": -0.8438816, "bytes": [32, 118, 101, 114, 121],
+                                   "top_logprobs": []}
+
+
+def test_content_logprobs_ride_on_the_text_block() -> None:
+    events, resp = replay("83b060bae42eb41c4f1edbb7c1542b954b37d9dfd1910b964ddebc9677e6ae85")
+    [text] = resp.blocks
+    assert [t["token"] for t in text.logprobs] == ["Foo", "!"] and text.text == "Foo!"
+    kinds = [e.kind for e in events if isinstance(e, ir.BlockDelta)]
+    assert kinds == ["logprobs", "text", "logprobs", "text"]  # each before the text it describes
 
 
 def test_length_finish() -> None:
@@ -256,7 +270,8 @@ def test_openai_400_error_body() -> None:
                                   "test_openai_o1_mini_system_role[developer].yaml")
     err = parse_error(status, body)
     assert err == ir.Error(message="Unsupported value: 'messages[0].role' does not support 'developer' with this model.",
-                           error_type="invalid_request_error", status=400, code="unsupported_value")
+                           error_type="invalid_request_error", status=400, code="unsupported_value",
+                           param="messages[0].role")
 
 
 def test_openrouter_429_error_bodies() -> None:

@@ -66,7 +66,8 @@ def test_every_recorded_non_stream_success_parses() -> None:
 def test_refusal_and_openrouter_reasoning_field() -> None:
     resp = parse_response(completion({"content": None, "refusal": "I can't help with that.",
                                       "reasoning": "policy"}))
-    assert [(b.kind, b.text) for b in resp.blocks] == [("reasoning", "policy"), ("text", "I can't help with that.")]
+    assert [(b.kind, b.text) for b in resp.blocks] == [("reasoning", "policy"), ("refusal", "I can't help with that.")]
+    assert resp.finish == ir.Finish(ir.FinishReason.REFUSAL, raw="stop")
 
 
 def test_content_as_text_parts_and_arguments_as_object() -> None:
@@ -158,3 +159,34 @@ def test_render_of_a_folded_stream_equals_its_fold() -> None:
     ]
     resp = fold.fold(events)
     assert summary_from_json(render_response(resp, CTX)) == summary_of(resp)
+
+
+def test_annotations_and_logprobs_are_parsed_onto_the_text_and_refusal_blocks() -> None:
+    token = {"token": "A", "logprob": -0.25, "bytes": [65], "top_logprobs": []}
+    body = completion({"content": "A fact.", "refusal": None, "annotations": [
+        {"type": "url_citation", "url_citation": {"url": "https://a.x/", "title": "A", "start_index": 2,
+                                                  "end_index": 6}}]})
+    body["choices"][0]["logprobs"] = {"content": [token], "refusal": None}
+    [text] = parse_response(body).blocks
+    assert text.logprobs == [token]
+    [cite] = text.citations
+    assert (cite["url"], text.text[cite["start_index"]:cite["end_index"]]) == ("https://a.x/", "fact")
+
+
+def test_render_keeps_refusal_in_refusal_and_reindexes_citations_into_the_whole_content() -> None:
+    token = {"token": "No", "logprob": -0.1, "bytes": [78, 111], "top_logprobs": []}
+    resp = ir.Response(blocks=[
+        ir.Block("text", text="One. "),
+        ir.Block("text", text="Two.", citations=[{"type": "url_citation", "url": "https://t.x/", "title": "T",
+                                                  "start_index": 0, "end_index": 3, "raw": {}}]),
+        ir.Block("refusal", text="No.", logprobs=[token])],
+        finish=ir.Finish(ir.FinishReason.REFUSAL, raw="completed"))
+    body = render_response(resp, EncodeContext(model="m", id="chatcmpl-x", created=1))
+    message = body["choices"][0]["message"]
+    assert (message["content"], message["refusal"]) == ("One. Two.", "No.")
+    [note] = message["annotations"]
+    start, end = note["url_citation"]["start_index"], note["url_citation"]["end_index"]
+    assert message["content"][start:end] == "Two"
+    assert body["choices"][0]["logprobs"] == {"content": None, "refusal": [token]}
+    assert body["choices"][0]["finish_reason"] == "stop"  # the refusal message is the signal
+    ChatCompletion.model_validate(body)

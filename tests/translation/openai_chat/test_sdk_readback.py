@@ -8,7 +8,7 @@ import pytest
 from openai.types.chat import ChatCompletion
 
 from tests.fixtures.recorded_loader import Recording, recordings
-from tests.translation.summary import Summary, summary_of
+from tests.translation.summary import Summary, carried_by, summary_of
 from translation import fold, ir
 from translation.openai_chat import parse_response, render_response
 from translation.protocol import EncodeContext
@@ -23,7 +23,7 @@ CTX = EncodeContext(model="client-model", id="chatcmpl-fixed", created=170000000
 def expected(resp: ir.Response) -> Summary:
     """What a Chat client can see of ``resp``: no signatures, no PAUSE."""
 
-    s = summary_of(resp)
+    s = carried_by("openai_chat", summary_of(resp))
     s.signatures = []
     if s.finish is F.PAUSE:
         s.finish = F.STOP
@@ -86,6 +86,25 @@ HAND_BUILT: dict[str, list[ir.Event]] = {
                 ir.BlockStop(0), ir.BlockStart(1, "tool_call", id="c", name="f"),
                 ir.BlockDelta(1, "arguments", '{"emoji": "🧡", "nl": "a\\nb"}'), ir.BlockStop(1),
                 ir.Finish(F.TOOL_CALLS), ir.Usage(input_tokens=1, output_tokens=1)],
+    # From other protocols: a Responses web search answer (two cited parts), a refusal with logprobs.
+    "citations-in-two-blocks": [
+        ir.MessageStart(), ir.BlockStart(0, "text"),
+        ir.BlockDelta(0, "logprobs", "", data={"content": [{"token": "A", "logprob": -1.0, "bytes": None,
+                                                            "top_logprobs": []}]}),
+        ir.BlockDelta(0, "text", "A fact."),
+        ir.BlockDelta(0, "citation", "", data={"type": "url_citation", "url": "https://a.x/", "title": "A",
+                                               "start_index": 0, "end_index": 7}), ir.BlockStop(0),
+        ir.BlockStart(1, "text"), ir.BlockDelta(1, "text", " Another."),
+        ir.BlockDelta(1, "citation", "", data={"type": "url_citation", "url": "https://b.x/", "title": "B",
+                                               "start_index": 1, "end_index": 9}), ir.BlockStop(1),
+        ir.Finish(F.STOP), ir.Usage(input_tokens=1, output_tokens=3)],
+    "refusal-after-text": [
+        ir.MessageStart(), ir.BlockStart(0, "text"), ir.BlockDelta(0, "text", "Well."), ir.BlockStop(0),
+        ir.BlockStart(1, "refusal"),
+        ir.BlockDelta(1, "logprobs", "", data={"content": [{"token": "No", "logprob": -0.5, "bytes": [78, 111],
+                                                            "top_logprobs": []}]}),
+        ir.BlockDelta(1, "refusal", "No."), ir.BlockStop(1), ir.Finish(F.REFUSAL, raw="refusal"),
+        ir.Usage(input_tokens=1, output_tokens=2)],
 }
 
 

@@ -93,13 +93,15 @@ def validate_wire(wire: bytes) -> list[dict[str, Any]]:
     done_items: list[dict[str, Any]] = []
     open_item: dict[str, Any] | None = None
     open_index = -1
-    streamed = ""  # text / arguments / summary of the open item, from its deltas
+    streamed = ""  # text / arguments / summary / refusal of the open item, from its deltas
+    announced: list[dict[str, Any]] = []  # the open text part's annotations, from annotation.added
+    tokens: list[dict[str, Any]] = []  # the open text part's logprobs, from its deltas
     for e in events[2:-1]:
         etype = e["type"]
         if etype == "response.output_item.added":
             assert open_item is None, "one item at a time"
             assert e["output_index"] == len(done_items), "output_index increases by one"
-            open_item, open_index, streamed = e["item"], e["output_index"], ""
+            open_item, open_index, streamed, announced, tokens = e["item"], e["output_index"], "", [], []
             continue
         assert open_item is not None, f"{etype} outside an item"
         assert e["output_index"] == open_index
@@ -107,10 +109,20 @@ def validate_wire(wire: bytes) -> list[dict[str, Any]]:
             assert e["item_id"] == open_item["id"]
         if etype.endswith(".delta"):
             streamed += e["delta"]
-        if etype == "response.output_text.done":
-            assert e["text"] == streamed
+            tokens += e.get("logprobs") or []
+        if etype == "response.output_text.annotation.added":
+            assert e["annotation_index"] == len(announced)
+            announced.append(e["annotation"])
+        elif etype == "response.output_text.done":
+            assert e["text"] == streamed and e["logprobs"] == tokens
+        elif etype == "response.refusal.done":
+            assert e["refusal"] == streamed
         elif etype == "response.content_part.done":
-            assert e["part"] == {"type": "output_text", "text": streamed, "annotations": []}
+            if e["part"]["type"] == "refusal":
+                assert e["part"] == {"type": "refusal", "refusal": streamed}
+            else:
+                assert e["part"] == {"type": "output_text", "text": streamed, "annotations": announced,
+                                     **({"logprobs": tokens} if tokens else {})}
         elif etype == "response.function_call_arguments.done":
             assert e["arguments"] == streamed
         elif etype == "response.reasoning_summary_text.done":
@@ -119,8 +131,8 @@ def validate_wire(wire: bytes) -> list[dict[str, Any]]:
             item = e["item"]
             assert item["type"] == open_item["type"] and item.get("id") == open_item.get("id")
             if item["type"] == "message":
-                assert [p["text"] for p in item["content"]] == [streamed]
-                assert all(p["annotations"] == [] for p in item["content"])
+                assert [p.get("text", p.get("refusal")) for p in item["content"]] == [streamed]
+                assert all(p.get("annotations", []) == announced for p in item["content"])
             elif item["type"] == "function_call":
                 assert item["arguments"] == streamed and item["call_id"] == open_item["call_id"]
             elif item["type"] == "reasoning":

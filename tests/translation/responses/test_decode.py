@@ -253,3 +253,47 @@ def test_any_chunking_gives_the_same_events():
     whole = decode(rec.body)
     for size in (1, 7, 64, 1000):
         assert decode(rec.body, chunk=size) == whole
+
+
+URL = {"type": "url_citation", "url": "https://e.x/", "title": "E", "start_index": 3, "end_index": 8}
+R = ir.FinishReason
+TOKEN = {"token": "Hi", "logprob": -0.5, "bytes": [72, 105], "top_logprobs": []}
+
+
+def test_refusal_part_is_a_refusal_block_and_the_response_a_refusal():
+    events, _ = run(created(), added(0, MSG),
+                    {"type": "response.content_part.added", "output_index": 0, "content_index": 0,
+                     "part": {"type": "refusal", "refusal": ""}},
+                    {"type": "response.refusal.delta", "output_index": 0, "content_index": 0, "delta": "I can't"},
+                    {"type": "response.refusal.done", "output_index": 0, "content_index": 0, "refusal": "I can't."},
+                    done(0, {**MSG, "content": [{"type": "refusal", "refusal": "I can't."}]}), completed())
+    check_ir_stream(events)
+    resp = fold(events)
+    assert [(b.kind, b.text) for b in resp.blocks] == [("refusal", "I can't.")]
+    assert resp.finish == ir.Finish(R.REFUSAL, raw="completed")
+
+
+def test_annotation_added_is_a_citation_on_its_part_and_delta_logprobs_precede_their_text():
+    events, decoder = run(created(), added(0, MSG),
+                          {**text_delta(0, "Hi"), "logprobs": [TOKEN]}, text_delta(0, " there"),
+                          {"type": "response.output_text.annotation.added", "output_index": 0, "content_index": 0,
+                           "annotation_index": 0, "annotation": URL},
+                          done(0, {**MSG, "content": [{"type": "output_text", "text": "Hi there",
+                                                       "annotations": [URL]}]}), completed())
+    check_ir_stream(events)
+    assert decoder.unknown_events == 0
+    deltas = [(e.kind, e.text) for e in events if isinstance(e, ir.BlockDelta)]
+    assert deltas == [("logprobs", ""), ("text", "Hi"), ("text", " there"), ("citation", "")]
+    [text] = fold(events).blocks
+    assert text.logprobs == [TOKEN]
+    [cite] = text.citations  # announced once: the finished part does not repeat it
+    assert (cite["type"], cite["url"], text.text[cite["start_index"]:cite["end_index"]]) == (
+        "url_citation", "https://e.x/", "there")
+
+
+def test_annotations_only_in_the_finished_part_are_not_lost():
+    events, _ = run(created(), added(0, MSG), text_delta(0, "Hi there"),
+                    done(0, {**MSG, "content": [{"type": "output_text", "text": "Hi there", "annotations": [URL],
+                                                 "logprobs": [TOKEN]}]}), completed())
+    [text] = fold(events).blocks
+    assert [c["url"] for c in text.citations] == ["https://e.x/"] and text.logprobs == [TOKEN]

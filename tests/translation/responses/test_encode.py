@@ -179,3 +179,52 @@ def test_defaults_follow_the_sop_without_a_request():
         "metadata": {}, "parallel_tool_calls": True, "temperature": 1.0, "tool_choice": "auto", "tools": [],
         "top_p": 1.0, "reasoning": {"effort": None, "summary": None}, "store": True, "truncation": "disabled",
         "instructions": None, "user": None}
+
+
+URL = {"type": "url_citation", "url": "https://e.x/", "title": "E", "cited_text": None, "start_index": 6,
+       "end_index": 11, "raw": {}}
+TOKEN = {"token": "Hello", "logprob": -0.5, "bytes": None, "top_logprobs": []}
+
+
+def test_refusal_block_is_a_refusal_part_and_the_response_completes():
+    wire = encode([ir.MessageStart(), ir.BlockStart(0, "refusal"), ir.BlockDelta(0, "refusal", "I can't"),
+                   ir.BlockDelta(0, "refusal", " help."), ir.BlockStop(0), ir.Finish(R.REFUSAL, raw="stop")], CTX)
+    events = validate_wire(wire)
+    assert types(events)[2:] == [
+        "response.output_item.added", "response.content_part.added", "response.refusal.delta",
+        "response.refusal.delta", "response.refusal.done", "response.content_part.done",
+        "response.output_item.done", "response.completed"]
+    assert events[3]["part"] == {"type": "refusal", "refusal": ""}
+    final = Response.model_validate(events[-1]["response"])
+    assert final.status == "completed" and final.output[0].content[0].refusal == "I can't help."
+
+
+def test_refusal_without_a_message_is_incomplete_for_content_filter():
+    events = validate_wire(encode(text_stream(finish=ir.Finish(R.REFUSAL, raw="refusal")), CTX))
+    assert events[-1]["type"] == "response.incomplete"
+    assert events[-1]["response"]["incomplete_details"] == {"reason": "content_filter"}
+
+
+def test_citations_are_announced_and_kept_in_the_part_logprobs_ride_on_their_delta():
+    events = validate_wire(encode([
+        ir.MessageStart(), ir.BlockStart(0, "text"), ir.BlockDelta(0, "logprobs", "", data={"content": [TOKEN]}),
+        ir.BlockDelta(0, "text", "Hello"), ir.BlockDelta(0, "text", " there!"),
+        ir.BlockDelta(0, "citation", "", data=URL),
+        ir.BlockDelta(0, "citation", "", data={**URL, "type": "page_location"}),  # no Responses shape
+        ir.BlockStop(0), ir.Finish(R.STOP)], CTX))
+    deltas = [e for e in events if e["type"] == "response.output_text.delta"]
+    assert [d["logprobs"] for d in deltas] == [[{"token": "Hello", "logprob": -0.5, "bytes": [72, 101, 108, 108, 111],
+                                                 "top_logprobs": []}], []]
+    [added] = [e for e in events if e["type"] == "response.output_text.annotation.added"]
+    note = {"type": "url_citation", "url": "https://e.x/", "title": "E", "start_index": 6, "end_index": 11}
+    assert (added["annotation_index"], added["annotation"]) == (0, note)
+    final = Response.model_validate(events[-1]["response"])
+    part = final.output[0].content[0]
+    assert part.text[part.annotations[0].start_index:part.annotations[0].end_index] == "there"
+    assert [t.token for t in part.logprobs or []] == ["Hello"]
+
+
+def test_failed_response_carries_the_upstream_code():
+    events = validate_wire(encode([ir.MessageStart(), ir.Error(
+        message="too long", error_type="invalid_request_error", status=400, code="context_length_exceeded")], CTX))
+    assert events[-1]["response"]["error"] == {"code": "context_length_exceeded", "message": "too long"}

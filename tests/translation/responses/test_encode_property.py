@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from tests.translation.responses.helpers import same_summary, validate_wire
 from tests.translation.responses.sdk_readback import summary_from_stream
-from tests.translation.summary import Summary, summary_of
+from tests.translation.summary import Summary, carried_by, summary_of
 from translation import ir, responses
 from translation.fold import fold
 from translation.protocol import EncodeContext
@@ -17,8 +17,15 @@ from translation.encoder_base import NO_FINISH
 R = ir.FinishReason
 TEXT = st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=12)
 USAGE = st.builds(ir.Usage, *(st.none() | st.integers(0, 10_000) for _ in range(5)))
+LOGPROBS = st.builds(lambda tokens: {"content": [{"token": t, "logprob": -0.5, "bytes": None, "top_logprobs": []}
+                                                for t in tokens]}, st.lists(TEXT, min_size=1, max_size=3))
+CITATIONS = st.builds(lambda kind, end: {"type": kind, "url": "https://e.x/", "title": "E", "start_index": 0,
+                                         "end_index": end, "raw": {"type": kind}},
+                      st.sampled_from(["url_citation", "url_citation", "page_location"]), st.integers(0, 5))
+DATA = {"logprobs": LOGPROBS, "citation": CITATIONS}
 DELTAS = {
-    "text": st.lists(st.tuples(st.just("text"), TEXT), max_size=4),
+    "text": st.lists(st.tuples(st.sampled_from(["text", "text", "logprobs", "citation"]), TEXT), max_size=4),
+    "refusal": st.lists(st.tuples(st.just("refusal"), TEXT), max_size=3),
     "reasoning": st.lists(st.tuples(st.sampled_from(["reasoning", "reasoning", "signature", "redacted"]), TEXT),
                           max_size=5),
     "tool_call": st.lists(st.tuples(st.just("arguments"), TEXT), max_size=4),
@@ -30,7 +37,7 @@ DELTAS = {
 def ir_streams(draw) -> list[ir.Event]:
     events: list[ir.Event] = [ir.MessageStart(id=draw(st.none() | TEXT), model=draw(st.none() | TEXT),
                                               usage=draw(st.none() | USAGE))]
-    kinds = draw(st.lists(st.sampled_from(["text", "reasoning", "tool_call", "server_tool"]), max_size=5))
+    kinds = draw(st.lists(st.sampled_from(["text", "reasoning", "tool_call", "server_tool", "refusal"]), max_size=5))
     for index, kind in enumerate(kinds):
         if draw(st.booleans()):
             events.append(draw(USAGE))
@@ -44,7 +51,8 @@ def ir_streams(draw) -> list[ir.Event]:
                    "action": {"type": "search", "query": "q"}}
             start = ir.BlockStart(index, kind, raw=raw, raw_protocol=draw(st.sampled_from(["responses", "anthropic"])))
         events.append(start)
-        events.extend(ir.BlockDelta(index, dk, text) for dk, text in draw(DELTAS[kind]))
+        events.extend(ir.BlockDelta(index, dk, text) if dk not in DATA else
+                      ir.BlockDelta(index, dk, "", data=draw(DATA[dk])) for dk, text in draw(DELTAS[kind]))
         last_open = index == len(kinds) - 1 and draw(st.integers(0, 4)) == 0
         if not last_open:
             events.append(ir.BlockStop(index))
@@ -65,7 +73,7 @@ def expected(events: list[ir.Event]) -> Summary:
 
     errors = [i for i, e in enumerate(events) if isinstance(e, ir.Error)]
     resp = fold(events[:errors[0] + 1] if errors else events)
-    s = summary_of(resp)
+    s = carried_by("responses", summary_of(resp))
     has_calls = any(b.kind == "tool_call" for b in resp.blocks)
     if resp.error is not None:
         return dataclasses.replace(s, finish=None)
@@ -73,7 +81,7 @@ def expected(events: list[ir.Event]) -> Summary:
         return dataclasses.replace(s, error=NO_FINISH)
     if resp.finish.reason == R.ERROR:
         return dataclasses.replace(s, finish=None, error="upstream finished with an error")
-    if resp.finish.reason in (R.STOP, R.TOOL_CALLS, R.PAUSE):
+    if s.finish in (R.STOP, R.TOOL_CALLS, R.PAUSE):
         return dataclasses.replace(s, finish=R.TOOL_CALLS if has_calls else R.STOP)
     return s
 

@@ -21,7 +21,8 @@ def test_parse_error_keeps_provider_message_type_code_and_status():
                       "code": "decimal_below_min_value"}}
     err = parse_error(400, body)
     assert err == ir.Error(message="Invalid 'temperature': decimal below minimum value.",
-                           error_type="invalid_request_error", status=400, code="decimal_below_min_value")
+                           error_type="invalid_request_error", status=400, code="decimal_below_min_value",
+                           param="temperature")
 
 
 @pytest.mark.parametrize("body", [
@@ -61,9 +62,18 @@ def test_stream_error_status_follows_code(data, status):
     assert err.status == status and err.message == "m"
 
 
-def test_failed_response_error_code_is_a_documented_one():
+def test_failed_response_keeps_the_upstream_code():
+    # The API itself sends codes outside the SDK's list in response.failed (the recorded
+    # openai-error.1 stream: insufficient_quota), and clients act on them (Codex:
+    # context_length_exceeded → "context window exceeded", insufficient_quota → quota).
     assert response_error(ir.Error("m", code="rate_limit_exceeded", status=429)) == {
         "code": "rate_limit_exceeded", "message": "m"}
-    assert response_error(ir.Error("m", code="insufficient_quota", status=429))["code"] == "rate_limit_exceeded"
+    assert response_error(ir.Error("m", code="insufficient_quota", status=429))["code"] == "insufficient_quota"
+    assert response_error(ir.Error("m", code="context_length_exceeded", status=400))["code"] == \
+        "context_length_exceeded"
+
+
+def test_failed_response_without_a_code_gets_the_one_its_status_stands_for():
     assert response_error(ir.Error("m", status=400))["code"] == "invalid_prompt"
-    assert response_error(ir.Error("m", code="overloaded_error", status=529))["code"] == "server_error"
+    assert response_error(ir.Error("m", status=429))["code"] == "rate_limit_exceeded"
+    assert response_error(ir.Error("m", code="529", status=529))["code"] == "server_error"  # a status, not a code

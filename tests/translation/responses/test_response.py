@@ -77,7 +77,7 @@ def test_function_calls_and_status():
             {"type": "refusal", "refusal": "no"}]},
     ]})
     assert [(b.kind, b.text, b.id, b.name) for b in resp.blocks] == [
-        ("tool_call", "{\"a\":1}", "call_1", "f"), ("text", "x", None, None), ("text", "no", None, None)]
+        ("tool_call", "{\"a\":1}", "call_1", "f"), ("text", "x", None, None), ("refusal", "no", None, None)]
     assert resp.finish == ir.Finish(ir.FinishReason.TOOL_CALLS, raw="completed")
 
 
