@@ -101,7 +101,9 @@ def type_of(err: GatewayError) -> str | None:
 def render(proto: Any, err: GatewayError) -> dict[str, Any]:
     """The error body in ``proto``'s own envelope."""
 
-    return proto.render_error(status_of(err), err.message, type_of(err), err.param)  # type: ignore[no-any-return]
+    code = err.code if isinstance(err, UpstreamFailed) else None
+    return proto.render_error(status_of(err), err.message, type_of(err), err.param,  # type: ignore[no-any-return]
+                              code=code)
 
 
 def passable(raw: bytes | None, secret: str) -> bytes | None:
