@@ -35,6 +35,11 @@ class Provider(models.Model):
     proxy_failed_at = models.DateTimeField(null=True, blank=True)
     accepts_thinking = models.BooleanField(default=True)
     accepts_cache_control = models.BooleanField(default=True)
+    accepts_structured_output = models.BooleanField(
+        default=True, help_text="Anthropic upstreams: takes output_config.format (structured output); off drops it")
+    accepts_adaptive_thinking = models.BooleanField(
+        default=True, help_text="Anthropic upstreams: takes thinking type adaptive with an effort; off sends older "
+                                "models a thinking budget instead")
     anthropic_version = models.CharField(max_length=20, default="2023-06-01")
     auto_prefix = models.BooleanField(
         default=False, help_text="The upstream wants vendor-prefixed names (anthropic/claude-…), as OpenRouter does")

@@ -73,7 +73,9 @@ def _load() -> Snapshot:
             served_models=tuple(p.served_models or ()), selection=p.selection,
             connect_timeout=p.connect_timeout, first_byte_timeout=p.first_byte_timeout,
             idle_timeout=p.idle_timeout, proxy_url=p.proxy_url,
-            caps=UpstreamCaps(thinking=p.accepts_thinking, cache_control=p.accepts_cache_control),
+            caps=UpstreamCaps(thinking=p.accepts_thinking, cache_control=p.accepts_cache_control,
+                              structured_output=p.accepts_structured_output,
+                              adaptive_thinking=p.accepts_adaptive_thinking),
             anthropic_version=p.anthropic_version, rules=list(p.rules or []), auto_prefix=p.auto_prefix,
         )
     for a in ModelAlias.objects.filter(provider__enabled=True).order_by("-priority", "id"):

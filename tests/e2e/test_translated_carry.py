@@ -15,8 +15,9 @@ import anthropic
 import openai
 import pytest
 
+from accounts.config_file import load
 from tests.e2e import clients
-from tests.e2e.conftest import CLIENT_KEY
+from tests.e2e.conftest import CLIENT_KEY, pool_config
 from tests.e2e.test_passthrough import replay
 from tests.fixtures.recorded_loader import recordings
 from tests.servers import Server, received
@@ -56,6 +57,16 @@ def test_responses_structured_output_reaches_chat_and_anthropic_upstreams(pool: 
     assert rf["type"] == "json_schema" and rf["json_schema"]["schema"] == SCHEMA
     client.responses.create(model="up-anthropic/mock-text", input="where?", text=text)  # type: ignore[arg-type]
     assert sent(mock_upstream)["output_config"]["format"]["schema"] == SCHEMA
+
+
+def test_a_provider_without_structured_output_does_not_get_it(transactional_db: Any, gateway: Server,
+                                                               mock_upstream: Server) -> None:
+    load(pool_config(mock_upstream, accepts_structured_output=False))
+    text = {"format": {"type": "json_schema", "name": "place", "schema": SCHEMA, "strict": True}}
+    clients.openai_client(gateway.url, CLIENT_KEY).responses.create(
+        model="up-anthropic/mock-text", input="where?", text=text)  # type: ignore[arg-type]
+    body = sent(mock_upstream)
+    assert "format" not in body.get("output_config", {}) and "output_format" not in body
 
 
 @pytest.mark.parametrize("upstream", ["openai_chat", "responses"])
