@@ -40,6 +40,22 @@ class _Block:
     text: list[str] = field(default_factory=list)  # text blocks: what was sent, for a citation's cited_text
 
 
+MESSAGE_STOP = sse.encode("message_stop", {"type": "message_stop"})
+
+
+def message_start(message_id: str, model: str, input_usage: dict[str, Any]) -> bytes:
+    return sse.encode("message_start", {"type": "message_start", "message": {
+        "id": message_id, "type": "message", "role": "assistant", "content": [],
+        "model": model, "stop_reason": None, "stop_sequence": None, "usage": input_usage}})
+
+
+def error_event(error: ir.Error) -> bytes:
+    """The ``error`` event that ends a failed stream (``message_stop`` follows it)."""
+
+    return sse.encode("error", {"type": "error", "error": {
+        "type": errors.anthropic_type(error.status, error.error_type), "message": error.message}})
+
+
 class AnthropicStreamEncoder(EncoderBase):
     def __init__(self, ctx: EncodeContext) -> None:
         super().__init__()
@@ -87,7 +103,7 @@ class AnthropicStreamEncoder(EncoderBase):
         out.append(sse.encode("message_delta", {
             "type": "message_delta", "delta": delta, "usage": usage.from_ir(self._usage),
         }))
-        out.append(sse.encode("message_stop", {"type": "message_stop"}))
+        out.append(MESSAGE_STOP)
 
     def _stop_details(self) -> dict[str, Any] | None:
         return stop_reason.stop_details(self._refusal_raw, "".join(self._refusal))
@@ -100,24 +116,14 @@ class AnthropicStreamEncoder(EncoderBase):
         self._started = True
         input_side = ir.Usage(input_tokens=self._usage.input_tokens, cached_tokens=self._usage.cached_tokens,
                               cache_creation_tokens=self._usage.cache_creation_tokens)
-        out.append(sse.encode("message_start", {
-            "type": "message_start",
-            "message": {
-                "id": self._id, "type": "message", "role": "assistant", "content": [],
-                "model": self._ctx.model, "stop_reason": None, "stop_sequence": None,
-                "usage": usage.from_ir(input_side),
-            },
-        }))
+        out.append(message_start(self._id, self._ctx.model, usage.from_ir(input_side)))
         out.append(sse.encode("ping", {"type": "ping"}))
 
     def _error_ending(self, error: ir.Error, out: list[bytes]) -> None:
         self._ensure_started(out)
         self._close(out)
-        out.append(sse.encode("error", {
-            "type": "error",
-            "error": {"type": errors.anthropic_type(error.status, error.error_type), "message": error.message},
-        }))
-        out.append(sse.encode("message_stop", {"type": "message_stop"}))
+        out.append(error_event(error))
+        out.append(MESSAGE_STOP)
 
     # ------------------------------------------------------------- blocks
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from .. import ids, ir, sse
 from ..passthrough import ModelRewrite, Tap, event_type, object_of
 from ..sse import SSEEvent
-from . import errors
 from .decode import AnthropicStreamDecoder
+from .encode import MESSAGE_STOP, error_event, message_start
 
 class AnthropicTap(Tap):
     def __init__(self, rewrite: ModelRewrite | None, client_model: str) -> None:
@@ -47,20 +47,16 @@ class AnthropicTap(Tap):
 
     def _terminator(self) -> bytes:
         self._stopped = True
-        return sse.encode("message_stop", {"type": "message_stop"})
+        return MESSAGE_STOP
 
     def _error_ending(self, error: ir.Error) -> bytes:
         out: list[bytes] = []
         if not self._started:
-            out.append(sse.encode("message_start", {"type": "message_start", "message": {
-                "id": ids.new_id("msg_"), "type": "message", "role": "assistant", "content": [],
-                "model": self._client_model, "stop_reason": None, "stop_sequence": None,
-                "usage": {"input_tokens": 0, "output_tokens": 0}}}))
+            out.append(message_start(ids.new_id("msg_"), self._client_model, {"input_tokens": 0, "output_tokens": 0}))
         for index in sorted(self._open):
             out.append(sse.encode("content_block_stop", {"type": "content_block_stop", "index": index}))
         self._open.clear()
-        out.append(sse.encode("error", {"type": "error", "error": {
-            "type": errors.anthropic_type(error.status, error.error_type), "message": error.message}}))
+        out.append(error_event(error))
         out.append(self._terminator())
         return b"".join(out)
 

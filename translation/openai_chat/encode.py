@@ -80,15 +80,7 @@ class ChatStreamEncoder(EncoderBase):
 
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None,
                logprobs: dict[str, Any] | None = None, **extra: Any) -> bytes:
-        body: dict[str, Any] = {
-            "id": self._id,
-            "object": "chat.completion.chunk",
-            "created": self._created,
-            "model": self._model,
-            "choices": [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}],
-        }
-        body.update(extra)
-        return sse.encode(None, body)
+        return chunk(self._id, self._created, self._model, delta, finish_reason, logprobs, **extra)
 
     def _start(self, out: list[bytes]) -> None:
         if not self._started:
@@ -154,6 +146,26 @@ class ChatStreamEncoder(EncoderBase):
 
     def _error_ending(self, error: ir.Error, out: list[bytes]) -> None:
         self._start(out)
-        out.append(self._chunk({}, "error", error={
-            "message": error.message, "type": error.error_type, "param": error.param, "code": error.code}))
+        out.append(self._chunk({}, "error", error=error_object(error)))
         out.append(sse.DONE)
+
+
+def chunk(chunk_id: str, created: int, model: str, delta: dict[str, Any], finish_reason: str | None = None,
+          logprobs: dict[str, Any] | None = None, **extra: Any) -> bytes:
+    """One ``chat.completion.chunk`` for choice 0, framed."""
+
+    body: dict[str, Any] = {
+        "id": chunk_id,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}],
+    }
+    body.update(extra)
+    return sse.encode(None, body)
+
+
+def error_object(error: ir.Error) -> dict[str, Any]:
+    """The ``error`` of the chunk that ends a failed stream (``finish_reason: "error"``)."""
+
+    return {"message": error.message, "type": error.error_type, "param": error.param, "code": error.code}

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any
-
 from .. import ids, ir, sse
 from ..passthrough import ModelRewrite, Tap, object_of
 from ..sse import SSEEvent
 from .decode import ChatStreamDecoder
+from .encode import chunk, error_object
 
 # Some OpenAI-compatible servers label stream chunks as whole completions; the SDKs skip any chunk
 # not labelled "chat.completion.chunk" (that is how they drop Azure's filter events), so such a
@@ -52,12 +51,5 @@ class ChatTap(Tap):
 
     def _error_ending(self, error: ir.Error) -> bytes:
         first = object_of(self._first)
-        chunk: dict[str, Any] = {
-            "id": first.get("id") or ids.new_id("chatcmpl-"),
-            "object": "chat.completion.chunk",
-            "created": first.get("created") or int(time.time()),
-            "model": self._client_model,
-            "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "error"}],
-            "error": {"message": error.message, "type": error.error_type, "param": error.param, "code": error.code},
-        }
-        return sse.encode(None, chunk) + self._terminator()
+        return chunk(first.get("id") or ids.new_id("chatcmpl-"), first.get("created") or int(time.time()),
+                     self._client_model, {}, "error", error=error_object(error)) + self._terminator()
