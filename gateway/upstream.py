@@ -162,13 +162,12 @@ class UpstreamClient:
         """POST and read the whole (small) answer: its status and body, within the provider's timeouts."""
 
         p = target.provider
-        url, headers = self.build(target)
-        session = self._session(p.proxy_url)
         async with asyncio.timeout(p.connect_timeout + p.first_byte_timeout):
-            async with session.post(url, data=BytesPayload(body, content_type="application/json"),
-                                    headers=headers, allow_redirects=False, proxy=p.proxy_url or None,
-                                    timeout=_timeout(p.connect_timeout)) as response:
-                return response.status, await response.read()
+            response = await self.send(target, body)
+            try:
+                return response.status_code, await response.aread()
+            finally:
+                await response.aclose()
 
     async def get_json(self, provider: ProviderInfo, secret: str, path: str) -> Any:
         headers = _headers(provider, secret, {})
