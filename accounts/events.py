@@ -14,9 +14,13 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 log = logging.getLogger(__name__)
-# One group per deployment; its name is configurable so that several deployments (or test
-# runs) sharing one Redis do not see each other's events.
-GROUP = settings.GATEWAY_EVENTS_GROUP
+
+
+def group() -> str:
+    """One group per deployment; its name is configurable so that several deployments (or test
+    runs) sharing one Redis do not see each other's events."""
+
+    return str(settings.GATEWAY_EVENTS_GROUP)
 
 
 def publish(kind: str, payload: dict[str, Any]) -> None:
@@ -24,7 +28,7 @@ def publish(kind: str, payload: dict[str, Any]) -> None:
     if layer is None:
         return
     try:
-        async_to_sync(layer.group_send)(GROUP, {"type": "pool.event", "kind": kind, "payload": payload})
+        async_to_sync(layer.group_send)(group(), {"type": "pool.event", "kind": kind, "payload": payload})
     except Exception:  # noqa: BLE001 - see module docstring
         log.warning("dashboard event %s not delivered", kind, exc_info=True)
 
@@ -34,6 +38,6 @@ async def apublish(kind: str, payload: dict[str, Any]) -> None:
     if layer is None:
         return
     try:
-        await layer.group_send(GROUP, {"type": "pool.event", "kind": kind, "payload": payload})
+        await layer.group_send(group(), {"type": "pool.event", "kind": kind, "payload": payload})
     except Exception:  # noqa: BLE001 - see module docstring
         log.warning("dashboard event %s not delivered", kind, exc_info=True)

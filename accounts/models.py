@@ -6,6 +6,7 @@ from django.db import models
 from django.utils import timezone
 
 from . import secrets
+from .outcomes import ErrorClass
 from .rules import DEFAULT_RULES
 
 PROTOCOL_CHOICES = [
@@ -85,6 +86,11 @@ class Account(UsageCounters):
     weight = models.PositiveIntegerField(default=1)
     last_used_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # A test asked for in the admin, run in the background by a gateway process (gateway.prober).
+    probe_requested_at = models.DateTimeField(null=True, blank=True, editable=False)
+    probed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    probe_ok = models.BooleanField(null=True, editable=False)
+    probe_summary = models.CharField(max_length=300, blank=True, default="", editable=False)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["provider", "label"], name="account_label_per_provider")]
@@ -170,7 +176,7 @@ class RequestLog(models.Model):
     model_sent = models.CharField(max_length=200, blank=True, default="")
     stream = models.BooleanField(default=False)
     status = models.IntegerField()
-    error_class = models.CharField(max_length=60, blank=True, default="")
+    error_class = models.CharField(max_length=60, blank=True, default="", choices=ErrorClass.choices)
     attempts = models.JSONField(default=list)
     attempt_count = models.IntegerField(default=0)
     latency_ms = models.IntegerField(default=0)

@@ -9,9 +9,9 @@ reach these rules: they always move on without blaming the account.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-Action = Literal["return", "retry", "disable"]
+from .outcomes import RULE_ACTIONS, Verdict
 
 DEFAULT_RULES: list[dict[str, Any]] = [
     {"name": "request_too_large", "status": [403], "contains": ["estimated cost"],
@@ -27,17 +27,17 @@ DEFAULT_RULES: list[dict[str, Any]] = [
 
 
 @dataclass(frozen=True)
-class Verdict:
-    action: Action
+class Ruling:
+    action: Verdict  # one of RULE_ACTIONS
     tier: str
     rule: str
 
 
 # Anything no rule claims goes back to the client unchanged: don't mask unknown issues.
-UNCLAIMED = Verdict("return", "other", "")
+UNCLAIMED = Ruling(Verdict.RETURN, "other", "")
 
 
-def classify(rules: list[dict[str, Any]] | None, status: int, text: str) -> Verdict:
+def classify(rules: list[dict[str, Any]] | None, status: int, text: str) -> Ruling:
     lowered = text.lower()
     for rule in rules if rules is not None else DEFAULT_RULES:
         statuses = rule.get("status") or []
@@ -48,10 +48,10 @@ def classify(rules: list[dict[str, Any]] | None, status: int, text: str) -> Verd
         needles = [str(n).lower() for n in rule.get("contains") or []]
         if needles and not any(n in lowered for n in needles):
             continue
-        action = rule.get("action", "return")
-        if action not in ("return", "retry", "disable"):
+        action = rule.get("action", Verdict.RETURN)
+        if action not in RULE_ACTIONS:
             continue
-        return Verdict(action, str(rule.get("tier", "")), str(rule.get("name", "")))
+        return Ruling(Verdict(action), str(rule.get("tier", "")), str(rule.get("name", "")))
     return UNCLAIMED
 
 
@@ -65,7 +65,7 @@ def validate_rules(rules: Any) -> list[str]:
         if not isinstance(rule, dict):
             problems.append(f"rule {i}: must be an object")
             continue
-        if rule.get("action") not in ("return", "retry", "disable"):
+        if rule.get("action") not in RULE_ACTIONS:
             problems.append(f"rule {i}: action must be return, retry or disable")
         statuses = rule.get("status", [])
         if not isinstance(statuses, (int, list)) or (

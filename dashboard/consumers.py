@@ -7,7 +7,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from accounts.events import GROUP
+from accounts.events import group
 
 from . import live
 
@@ -23,12 +23,12 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
             await self.accept()
             await self.close(code=FORBIDDEN)
             return
-        await self.channel_layer.group_add(GROUP, self.channel_name)
+        await self.channel_layer.group_add(group(), self.channel_name)
         await self.accept()
         await self.send_json({"kind": "hello"})
 
     async def disconnect(self, code: int) -> None:
-        await self.channel_layer.group_discard(GROUP, self.channel_name)
+        await self.channel_layer.group_discard(group(), self.channel_name)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         """The page only listens; anything it sends is ignored."""

@@ -7,12 +7,14 @@ than routing, translation and the upstream call together: every request opens a
 ``request_started``/``request_finished`` receivers and ``response.close`` run
 there), spools the body through a temporary file, resolves the URL through the
 resolver and runs two extra tasks. None of that does anything for these paths:
-their views are async, touch the database only through worker threads of their
-own, and keep no per-request resources. So this handler reads the body, builds
-Django's ``ASGIRequest``, calls the view the URLconf names for the path, and
-writes the ``HttpResponse`` or ``StreamingHttpResponse`` itself, with one
-watcher task that cancels the view (or the stream) when the client hangs up.
-Everything else (admin, dashboard, static) keeps Django's full stack.
+their views are async and keep no per-request resources, and their database
+work runs on worker threads through ``accounts.db.hop``, which keeps those
+threads' connections healthy as the request signals would. So this handler
+reads the body, builds Django's ``ASGIRequest``, calls the view the route table
+names for the path, and writes the ``HttpResponse`` or ``StreamingHttpResponse``
+itself, with one watcher task that cancels the view (or the stream) when the
+client hangs up. CORS (the SOP: every origin; a preflight answered 200 without
+auth) is added here, once for every API path.
 """
 
 from __future__ import annotations
@@ -20,50 +22,50 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
-from collections.abc import Awaitable, Callable
 from contextlib import aclosing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.handlers.asgi import ASGIRequest
-from django.http import HttpRequest, HttpResponseBase
-from django.urls import URLPattern, get_resolver
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
-from .bodylimit import error_body
-from .middleware import CorsMiddleware
-from .responses import raw_json_response
+from .errors import GatewayError, MethodNotAllowed, NotFound
+from .responses import CORS_HEADERS, error_response
+from .routes import API_PREFIX
+
+if TYPE_CHECKING:
+    from .app import Gateway
 
 log = logging.getLogger(__name__)
 
-API_PREFIXES = ("/v1/", "/healthz", "/readyz")
 Scope = dict[str, Any]
-View = Callable[[HttpRequest], Awaitable[HttpResponseBase]]
-
-
-def api_routes() -> dict[str, View]:
-    """The URLconf's plain API paths (``/v1/...``, health checks), path → view: one routing table."""
-
-    routes: dict[str, View] = {}
-    for pattern in get_resolver().url_patterns:
-        if isinstance(pattern, URLPattern):
-            path = "/" + str(pattern.pattern)
-            if path.startswith(API_PREFIXES):
-                # csrf_exempt's wrapper only speaks to the CSRF middleware, which this handler never runs.
-                routes[path] = getattr(pattern.callback, "__wrapped__", pattern.callback)
-    return routes
 
 
 class ApiHandler:
-    def __init__(self) -> None:
-        self._routes: dict[str, View] | None = None
-        self._handler = CorsMiddleware(self._view)
+    def __init__(self, gateway: Gateway) -> None:
+        self.gw = gateway
+
+    async def _respond(self, request: HttpRequest) -> HttpResponseBase:
+        routes = self.gw.routes
+        path = request.path
+        if request.method == "OPTIONS" and path.startswith(API_PREFIX):
+            return HttpResponse(status=200)
+        found = routes.match(path)
+        try:
+            if found is None:
+                raise NotFound(f"Unknown endpoint {path[:200]}")
+            if request.method not in found.route.methods:
+                allowed = ", ".join(sorted(found.route.methods))
+                raise MethodNotAllowed(f"{path} takes {allowed}, not {request.method}", headers={"Allow": allowed})
+            return await found.route.view(self.gw, request, **found.params)
+        except GatewayError as err:
+            return error_response(routes.envelope(path), err)
 
     async def _view(self, request: HttpRequest) -> HttpResponseBase:
-        if self._routes is None:
-            self._routes = api_routes()
-        view = self._routes.get(request.path)
-        if view is None:
-            return _error(request.path, 404, f"Unknown endpoint {request.path[:200]}", "not_found_error")
-        return await view(request)
+        response = await self._respond(request)
+        if request.path.startswith(API_PREFIX):
+            for name, value in CORS_HEADERS.items():
+                response[name] = value
+        return response
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         body = await _read_body(receive)
@@ -84,12 +86,13 @@ class ApiHandler:
         try:
             request = ASGIRequest(scope, io.BytesIO(body))
             try:
-                response = await self._handler(request)
+                response = await self._view(request)
             except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
                 raise
             except Exception:
                 log.exception("unexpected failure serving %s", scope["path"])
-                response = _error(scope["path"], 500, "The gateway failed to serve this request", "api_error")
+                response = error_response(self.gw.routes.envelope(scope["path"]),
+                                          GatewayError("The gateway failed to serve this request"))
             await _send_response(response, send)
         except asyncio.CancelledError:
             if not hung_up or task.uncancel() > 0:
@@ -121,30 +124,3 @@ async def _send_response(response: HttpResponseBase, send: Any) -> None:
         await send({"type": "http.response.body"})
     else:
         await send({"type": "http.response.body", "body": response.content})  # type: ignore[attr-defined]
-
-
-def _error(path: str, status: int, message: str, error_type: str) -> HttpResponseBase:
-    return raw_json_response(error_body(path, status, message, error_type), status)
-
-
-class Router:
-    """The ASGI entry point: API paths to ``api``, other HTTP to ``pages``, websockets to ``sockets``.
-
-    One frame where channels' ProtocolTypeRouter and a path split were two: every
-    resumption of a request's innermost await passes through each frame of the chain.
-    """
-
-    def __init__(self, api: Any, pages: Any, sockets: Any) -> None:
-        self.api = api
-        self.pages = pages
-        self.sockets = sockets
-
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        kind = scope["type"]
-        if kind == "http":
-            app = self.api if scope["path"].startswith(API_PREFIXES) else self.pages
-        elif kind == "websocket":
-            app = self.sockets
-        else:
-            raise ValueError(f"No application configured for scope type {kind!r}")
-        await app(scope, receive, send)

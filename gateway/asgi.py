@@ -1,6 +1,7 @@
-"""ASGI entry point: HTTP through Django (behind the body-size guard), websockets for the dashboard.
+"""ASGI entry point: the app object built once, behind the edge (gateway.edge).
 
-Served by ``python -m gateway.serve`` (uvicorn), which also drains on SIGTERM through ``drain``.
+Served by ``python -m gateway.serve`` (uvicorn, which drains on SIGTERM through
+``application.drain``) or by ``daphne gateway.asgi:application``.
 """
 
 from __future__ import annotations
@@ -21,17 +22,17 @@ django_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 
-from .api_handler import ApiHandler, Router  # noqa: E402
-from .bodylimit import BodyLimit  # noqa: E402
-from .shutdown import Drain  # noqa: E402
+from .app import build  # noqa: E402
+from .edge import Edge  # noqa: E402
 
-drain = Drain(BodyLimit(ApiHandler()))  # SIGTERM lets open requests end cleanly, each with its log row
+gateway = build(settings)
 
-application = Router(
-    api=drain,
+application = Edge(
+    gateway,
     pages=django_app,  # admin, dashboard, static files: Django's full stack
     sockets=AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
 )

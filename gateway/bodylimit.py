@@ -11,10 +11,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import orjson
-from django.conf import settings
-
-from translation import registry
+from .asgiwrite import send_error
+from .routes import RouteTable
 
 Scope = dict[str, Any]
 # How long a refused client may go on sending (discarded) before the connection is cut: closing
@@ -23,18 +21,14 @@ Scope = dict[str, Any]
 DRAIN_SECONDS = 2.0
 
 
-def _protocol_for(path: str) -> str:
-    return "anthropic" if path.startswith("/v1/messages") else "openai_chat"
-
-
 class BodyLimit:
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, routes: RouteTable, limit: int) -> None:
         self.app = app
+        self.routes = routes
+        self.limit = limit
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
-            return await self.app(scope, receive, send)
-        limit = settings.GATEWAY_MAX_BODY_BYTES
+        limit = self.limit
         length = None
         for name, value in scope.get("headers", ()):
             if name == b"content-length":
@@ -45,7 +39,7 @@ class BodyLimit:
                 break
         if length is not None:
             if length > limit:
-                return await self._refuse(scope, receive, send, limit)
+                return await self._refuse(scope, receive, send)
             return await self.app(scope, receive, send)
         # No declared length (chunked): read up to the limit ourselves, then replay.
         chunks: list[bytes] = []
@@ -57,21 +51,17 @@ class BodyLimit:
             body = message.get("body", b"")
             size += len(body)
             if size > limit:
-                return await self._refuse(scope, receive, send, limit)
+                return await self._refuse(scope, receive, send)
             chunks.append(body)
             if not message.get("more_body", False):
                 break
         replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
         return await self.app(scope, _replay(replay, receive), send)
 
-    async def _refuse(self, scope: Scope, receive: Any, send: Any, limit: int) -> None:
-        body = _refusal_body(scope["path"], limit)
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(body)).encode()),
-                                (b"access-control-allow-origin", b"*"),
-                                (b"connection", b"close")]})
-        await send({"type": "http.response.body", "body": body, "more_body": True})
+    async def _refuse(self, scope: Scope, receive: Any, send: Any) -> None:
+        await send_error(send, self.routes, scope["path"], 413,
+                         f"The request body exceeds the limit of {self.limit} bytes", "request_too_large",
+                         [(b"access-control-allow-origin", b"*"), (b"connection", b"close")], more_body=True)
         # The answer is out; what the client still sends is dropped before the connection closes.
         try:
             async with asyncio.timeout(DRAIN_SECONDS):
@@ -93,14 +83,3 @@ def _replay(messages: list[dict[str, Any]], receive: Any = None) -> Any:
         return {"type": "http.disconnect"}
 
     return replay_receive
-
-
-def error_body(path: str, status: int, message: str, error_type: str) -> bytes:
-    """An error for an API path in its protocol's envelope, for answers given before Django runs."""
-
-    return orjson.dumps(registry.get(_protocol_for(path)).render_error(status, message, error_type, None))
-
-
-def _refusal_body(path: str, limit: int) -> bytes:
-    return error_body(path, 413, f"The request body exceeds the limit of {limit} bytes", "request_too_large")
-

@@ -52,7 +52,7 @@ class Forwarding:
         if self._ended:
             return b""
         for event in batch.events:
-            if isinstance(event, ir.Error) and (batch.local or event.error_type in ir.TRANSPORT_ERROR_TYPES):
+            if isinstance(event, ir.Error) and (batch.local or event.transport):
                 return batch.wire + self.fail(event)
         return batch.wire
 

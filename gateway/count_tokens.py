@@ -18,20 +18,23 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.http import HttpResponse
 
-from accounts import pool
+from accounts.pool import PoolUnavailable
 from translation import ir, registry, sse
 
-from .errors import InvalidRequest, NestingTooDeep, UpstreamFailed, passable
+from .errors import InvalidRequest, NestingTooDeep, UpstreamFailed, passable, upstream_message
 from .forwarding import Forwarded, forwarded
 from .responses import json_response, raw_json_response
 from .routing import Route, check_allowed, resolve
 from .state import KeyInfo, Snapshot
 from .tokens import estimate_input_tokens
-from .upstream import NETWORK_ERRORS, UpstreamTarget, upstream
+from .upstream import NETWORK_ERRORS, UpstreamTarget
+
+if TYPE_CHECKING:
+    from .app import Gateway
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +43,7 @@ COUNT_PATH = "/count_tokens"  # under the Messages path: /v1/messages/count_toke
 ACCOUNT_STATUSES = frozenset({401, 403, 429})
 
 
-async def count_input_tokens(body: dict[str, Any], key: KeyInfo, snap: Snapshot,
+async def count_input_tokens(gw: Gateway, body: dict[str, Any], key: KeyInfo, snap: Snapshot,
                              client_headers: Mapping[str, str], query: str) -> HttpResponse:
     proto = registry.get("anthropic")
     try:
@@ -52,13 +55,13 @@ async def count_input_tokens(body: dict[str, Any], key: KeyInfo, snap: Snapshot,
     check_allowed(key, req.model)
     if route.provider.protocol == "anthropic":
         fwd = forwarded(client_headers, query, proto.NAME, route.provider.protocol)
-        answer = await _ask_upstream(body, route, fwd)
+        answer = await _ask_upstream(gw, body, route, fwd)
         if answer is not None:
             return answer
     return json_response({"input_tokens": estimate_input_tokens(body)})
 
 
-async def _ask_upstream(body: dict[str, Any], route: Route, fwd: Forwarded) -> HttpResponse | None:
+async def _ask_upstream(gw: Gateway, body: dict[str, Any], route: Route, fwd: Forwarded) -> HttpResponse | None:
     """The upstream's answer to pass on, or None to estimate instead."""
 
     provider = route.provider
@@ -67,13 +70,16 @@ async def _ask_upstream(body: dict[str, Any], route: Route, fwd: Forwarded) -> H
         out = sse.dumps(proto.passthrough_request(body, route.upstream_model, provider.caps)).encode()
     except TypeError as exc:
         raise NestingTooDeep from exc
-    account = await pool.pick(provider.id, [], provider.selection)
+    try:
+        account = await gw.pool.pick(provider.id, [], provider.selection)
+    except PoolUnavailable:
+        return None
     if account is None:
         return None
     secret = account.get_secret()
     try:
-        status, raw = await upstream.post_read(UpstreamTarget(provider, secret, proto.PATH + COUNT_PATH, fwd),
-                                                 out)
+        status, raw = await gw.upstream.post_read(
+            UpstreamTarget(provider, secret, proto.PATH + COUNT_PATH, fwd), out)
     except NETWORK_ERRORS as exc:
         log.warning("count_tokens on provider %s failed (%s); estimating", provider.name, type(exc).__name__)
         return None
@@ -81,7 +87,7 @@ async def _ask_upstream(body: dict[str, Any], route: Route, fwd: Forwarded) -> H
         return raw_json_response(raw, status)
     if 400 <= status < 500 and status not in ACCOUNT_STATUSES:
         err = proto.parse_error(status, raw)
-        raise UpstreamFailed(status, pool.redact(err.message, [secret]) or "upstream error", err.error_type,
+        raise UpstreamFailed(status, upstream_message(err.message, secret), err.error_type,
                              raw=passable(raw, secret))
     log.warning("count_tokens on provider %s answered %s; estimating", provider.name, status)
     return None

@@ -24,30 +24,35 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import orjson
-from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.http import HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 
 from accounts import pool
-from accounts.rules import Verdict, classify
+from accounts.db import hop
+from accounts.outcomes import ErrorClass, Verdict
+from accounts.redact import redact
+from accounts.rules import classify
 from translation import ir, registry, sse
 from translation.fold import Folder
 from translation.passthrough import model_rewrite
 from translation.protocol import EncodeContext, ProtocolModule
 
-from . import reqlog
 from .clientstream import ClientStream, Encoding, Forwarding
-from .errors import InvalidRequest, NestingTooDeep, NoAccounts, UpstreamFailed, UpstreamUnavailable, passable
+from .errors import (InvalidRequest, NestingTooDeep, NoAccounts, Unavailable, UpstreamFailed,
+                     UpstreamUnavailable, passable, upstream_message)
 from .forwarding import Forwarded, forwarded
 from .relay import TIMEOUT, Batch, Decoding, Reader, Tapping, UpstreamStream, read_until_content
+from .reqlog import Attempt, LogRecord, LogWriter
 from .responses import SSE_HEADERS, raw_json_response
 from .routing import Route
 from .state import KeyInfo
-from .upstream import NETWORK_ERRORS, Headers, UpstreamResponse, UpstreamTarget, upstream
+from .upstream import NETWORK_ERRORS, Headers, UpstreamResponse, UpstreamTarget
+
+if TYPE_CHECKING:
+    from .app import Gateway
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +73,10 @@ class Exchange:
     headers: Mapping[str, str] = field(default_factory=dict)
     query: str = ""
     started: float = field(default_factory=time.monotonic)
-    record: reqlog.LogRecord = field(init=False)
+    record: LogRecord = field(init=False)
 
     def __post_init__(self) -> None:
-        self.record = reqlog.LogRecord(
+        self.record = LogRecord(
             request_id=self.request_id, client_protocol=self.client.NAME, client_key_id=self.key.id,
             client_key_name=self.key.name, upstream_protocol=self.route.provider.protocol,
             provider_id=self.route.provider.id, model_requested=self.request.model,
@@ -112,27 +117,30 @@ def upstream_request(ex: Exchange, proto: ProtocolModule) -> tuple[bytes, Forwar
         raise NestingTooDeep from exc
 
 
-async def dispatch(ex: Exchange, max_attempts: int, keepalive: float) -> HttpResponse:
+async def dispatch(gw: Gateway, ex: Exchange) -> HttpResponse:
     provider = ex.route.provider
     proto = registry.get(provider.protocol)
     body, fwd = upstream_request(ex, proto)
     tried: list[int] = []
     last_network_error: str | None = None
-    for _ in range(max_attempts):
-        account = await pool.pick(provider.id, tried, provider.selection)
+    for _ in range(gw.options.max_attempts):
+        try:
+            account = await gw.pool.pick(provider.id, tried, provider.selection)
+        except pool.PoolUnavailable as exc:
+            raise Unavailable("The gateway cannot reach its database; try again shortly") from exc
         if account is None:
             break
         tried.append(account.pk)
         ex.record.account_id = account.pk
         secret = account.get_secret()
-        attempt = reqlog.Attempt(account.pk, account.label, None, "ok", 0)
+        attempt = Attempt(account.pk, account.label, None, Verdict.OK, 0)
         ex.record.attempts.append(attempt)
         t0 = time.monotonic()
         try:
-            return await _attempt(ex, proto, UpstreamTarget(provider, secret, proto.PATH, fwd),
-                                  body, attempt, keepalive, secret)
+            return await _attempt(gw, ex, proto, UpstreamTarget(provider, secret, proto.PATH, fwd),
+                                  body, attempt, secret)
         except _Retry:
-            last_network_error = attempt.error if attempt.verdict == "network" else None
+            last_network_error = attempt.error if attempt.verdict == Verdict.NETWORK else None
             continue
         finally:
             attempt.latency_ms = int((time.monotonic() - t0) * 1000)
@@ -141,13 +149,13 @@ async def dispatch(ex: Exchange, max_attempts: int, keepalive: float) -> HttpRes
     raise NoAccounts("No active upstream accounts are available for this model; try again later")
 
 
-async def _attempt(ex: Exchange, proto: ProtocolModule, target: UpstreamTarget, body: bytes,
-                   attempt: reqlog.Attempt, keepalive: float, secret: str) -> HttpResponse:
+async def _attempt(gw: Gateway, ex: Exchange, proto: ProtocolModule, target: UpstreamTarget, body: bytes,
+                   attempt: Attempt, secret: str) -> HttpResponse:
     provider = target.provider
     try:
-        response = await upstream.send(target, body)
+        response = await gw.upstream.send(target, body)
     except NETWORK_ERRORS as exc:
-        attempt.verdict, attempt.error = "network", _network_text(exc)
+        attempt.verdict, attempt.error = Verdict.NETWORK, _network_text(exc)
         raise _Retry from exc
     attempt.status = response.status_code
     if response.status_code >= 400:
@@ -156,11 +164,11 @@ async def _attempt(ex: Exchange, proto: ProtocolModule, target: UpstreamTarget, 
         await _judge(ex, attempt, err, raw.decode("utf-8", "replace"), secret, response.headers,
                      raw if ex.passthrough else None)
     if ex.request.stream:
-        return await _open_stream(ex, proto, response, attempt, keepalive, secret)
-    return await _json(ex, proto, response, attempt, secret)
+        return await _open_stream(gw, ex, proto, response, attempt, secret)
+    return await _json(gw, ex, proto, response, attempt, secret)
 
 
-async def _judge(ex: Exchange, attempt: reqlog.Attempt, err: ir.Error, text: str, secret: str,
+async def _judge(ex: Exchange, attempt: Attempt, err: ir.Error, text: str, secret: str,
                  headers: Headers | None = None, raw: bytes | None = None) -> NoReturn:
     """Apply the classifier's verdict to a failed attempt: raise _Retry or the client's error.
 
@@ -168,17 +176,16 @@ async def _judge(ex: Exchange, attempt: reqlog.Attempt, err: ir.Error, text: str
     client gets (with the account's key taken out), not a re-rendering of it.
     """
 
-    verdict: Verdict = classify(ex.route.provider.rules, err.status, f"{err.message}\n{text}")
-    attempt.verdict, attempt.tier = verdict.action, verdict.tier
+    ruling = classify(ex.route.provider.rules, err.status, f"{err.message}\n{text}")
+    attempt.verdict, attempt.tier = ruling.action, ruling.tier
     attempt.status = err.status
-    attempt.error = pool.redact(err.message or text, [secret])
-    if verdict.action == "disable":
-        cooldown = _retry_after(headers)
-        await sync_to_async(pool.disable_account, thread_sensitive=False)(
-            attempt.account_id or 0, rule=verdict.rule, tier=verdict.tier, status_code=err.status,
-            excerpt=pool.redact(text or err.message, [secret]), cooldown_until=cooldown)
+    attempt.error = redact(err.message or text, [secret])
+    if ruling.action == Verdict.DISABLE:
+        await hop(pool.disable_account, attempt.account_id or 0, rule=ruling.rule, tier=ruling.tier,
+                  status_code=err.status, excerpt=redact(text or err.message, [secret]),
+                  cooldown_until=_retry_after(headers))
         raise _Retry
-    if verdict.action == "retry":
+    if ruling.action == Verdict.RETRY:
         raise _Retry
     # Returned to the client with the upstream's status: as it came on the same protocol, else in the
     # client's envelope with the upstream's type, code and param.
@@ -186,7 +193,7 @@ async def _judge(ex: Exchange, attempt: reqlog.Attempt, err: ir.Error, text: str
     if headers is not None and headers.get("retry-after"):
         passed["Retry-After"] = headers["retry-after"]
     body = passable(raw, secret)
-    raise UpstreamFailed(err.status, pool.redact(err.message, [secret]) or "upstream error", err.error_type,
+    raise UpstreamFailed(err.status, upstream_message(err.message, secret), err.error_type,
                          headers=passed, code=err.code, param=err.param, raw=body)
 
 
@@ -224,14 +231,14 @@ async def _read_capped(response: UpstreamResponse, timeout: float) -> bytes:
     return b"".join(chunks)[:ERROR_BODY_LIMIT]
 
 
-async def _json(ex: Exchange, proto: ProtocolModule, response: UpstreamResponse,
-                attempt: reqlog.Attempt, secret: str) -> HttpResponse:
+async def _json(gw: Gateway, ex: Exchange, proto: ProtocolModule, response: UpstreamResponse,
+                attempt: Attempt, secret: str) -> HttpResponse:
     provider = ex.route.provider
     try:
         async with asyncio.timeout(provider.first_byte_timeout + provider.idle_timeout):
             raw = await response.aread()
     except NETWORK_ERRORS as exc:
-        attempt.verdict, attempt.error = "network", _network_text(exc)
+        attempt.verdict, attempt.error = Verdict.NETWORK, _network_text(exc)
         raise _Retry from exc
     finally:
         await response.aclose()
@@ -239,7 +246,7 @@ async def _json(ex: Exchange, proto: ProtocolModule, response: UpstreamResponse,
         obj = sse.loads(raw)
         resp = proto.parse_response(obj)
     except (ValueError, ir.DecodeError) as exc:
-        attempt.verdict, attempt.error = "malformed", pool.redact(str(exc), [secret])
+        attempt.verdict, attempt.error = Verdict.MALFORMED, redact(str(exc), [secret])
         raise _Retry from exc
     if resp.error is not None:
         await _judge(ex, attempt, resp.error, "", secret, None, raw if ex.passthrough else None)
@@ -251,13 +258,13 @@ async def _json(ex: Exchange, proto: ProtocolModule, response: UpstreamResponse,
         ctx = EncodeContext(model=ex.request.model, request=ex.request, body=ex.body)
         out = orjson.dumps(ex.client.render_response(resp, ctx))  # once, for the client and the log
     _finish_record(ex, 200, resp.usage, resp.finish)
-    ex.record.response_body = reqlog.capped(out)
-    reqlog.submit(ex.record)
+    ex.record.response_body = gw.log.keep_body(out)
+    gw.log.submit(ex.record)
     return raw_json_response(out, 200)
 
 
-async def _open_stream(ex: Exchange, proto: ProtocolModule, response: UpstreamResponse,
-                       attempt: reqlog.Attempt, keepalive: float, secret: str) -> HttpResponse:
+async def _open_stream(gw: Gateway, ex: Exchange, proto: ProtocolModule, response: UpstreamResponse,
+                       attempt: Attempt, secret: str) -> HttpResponse:
     provider = ex.route.provider
     reader: Reader
     client: ClientStream
@@ -268,7 +275,8 @@ async def _open_stream(ex: Exchange, proto: ProtocolModule, response: UpstreamRe
         reader = Decoding(proto.stream_decoder())
         client = Encoding(ex.client.stream_encoder(EncodeContext(model=ex.request.model, request=ex.request,
                                                                  body=ex.body)))
-    stream = UpstreamStream(response, reader, provider.idle_timeout)
+    keepalive = gw.options.keepalive_seconds
+    stream = UpstreamStream(response, reader, provider.idle_timeout, gw.streams)
     try:
         first, why = await read_until_content(stream, keepalive)
     except BaseException:
@@ -278,12 +286,12 @@ async def _open_stream(ex: Exchange, proto: ProtocolModule, response: UpstreamRe
     if why == "error" and not any(isinstance(e, (ir.BlockStart, ir.BlockDelta)) for e in events):
         stream.close()
         err = next(e for e in events if isinstance(e, ir.Error))
-        if err.error_type in ir.TRANSPORT_ERROR_TYPES:
-            attempt.verdict, attempt.error = "network", err.message
+        if err.transport:
+            attempt.verdict, attempt.error = Verdict.NETWORK, err.message
             raise _Retry
         await _judge(ex, attempt, err, "", secret)
     ex.record.ttfb_ms = ex.elapsed_ms()
-    writer = _StreamWriter(ex, stream, client, keepalive)
+    writer = _StreamWriter(ex, stream, client, keepalive, gw.log)
     body = writer.body(first)
     # A body the server never starts iterating (the client left in between) runs no
     # finally: when it is collected, the upstream is still closed and the row still written.
@@ -294,27 +302,32 @@ async def _open_stream(ex: Exchange, proto: ProtocolModule, response: UpstreamRe
 class _StreamWriter:
     """Writes the stream for the client, with keepalives, idle timeout and a clean end."""
 
-    def __init__(self, ex: Exchange, stream: UpstreamStream, client: ClientStream, keepalive: float) -> None:
+    def __init__(self, ex: Exchange, stream: UpstreamStream, client: ClientStream, keepalive: float,
+                 log_writer: LogWriter) -> None:
         self.ex = ex
         self.stream = stream
         self.client = client
         self.keepalive = keepalive
+        self.log_writer = log_writer
         self.tap = Folder()
         self.status = 200
-        self.error_class = ""
+        self.error_class = ErrorClass.NONE
         self.logged = False
         # The streamed body as sent, kept only with body logging on (and only up to twice the cap).
-        self.sent: bytearray | None = bytearray() if settings.GATEWAY_LOG_BODIES else None
+        limit = log_writer.body_limit
+        self.sent: bytearray | None = bytearray() if limit is not None else None
+        self.sent_cap = 2 * (limit or 0)
 
     def _note(self, events: list[ir.Event]) -> None:
         for event in events:
             if isinstance(event, (ir.Usage, ir.Finish, ir.Error)):
                 self.tap.feed(event)
                 if isinstance(event, ir.Error):
-                    self.error_class = event.error_type
+                    self.error_class = (ErrorClass.SHUTTING_DOWN if self.stream.aborted else
+                                        ErrorClass.of_stream_error(event.error_type, event.transport))
 
     def _sent(self, out: bytes) -> bytes:
-        if self.sent is not None and len(self.sent) < 2 * settings.GATEWAY_LOG_BODY_LIMIT:
+        if self.sent is not None and len(self.sent) < self.sent_cap:
             self.sent += out
         return out
 
@@ -341,8 +354,8 @@ class _StreamWriter:
                 if item == TIMEOUT:
                     if stream.idle_for() >= stream.idle_timeout:
                         stream.close()
-                        yield self._fail(ir.Error("upstream stalled past its idle timeout",
-                                                  error_type="upstream_timeout", status=504))
+                        yield self._fail(ir.transport_error(ir.TransportFailure.TIMEOUT,
+                                                            "upstream stalled past its idle timeout", 504))
                         break
                     yield sse.comment()
                     continue
@@ -353,13 +366,13 @@ class _StreamWriter:
             if out:
                 yield out
         except asyncio.CancelledError:
-            self.error_class = self.error_class or "client_disconnected"
+            self.error_class = self.error_class or ErrorClass.CLIENT_DISCONNECTED
             raise
         except Exception:
             # The status line is out, so an escaping exception would leave the client waiting
             # forever (the server cannot answer 500 any more): end the stream, in protocol if we can.
             log.exception("stream to the client failed")
-            self.error_class = "internal_error"
+            self.error_class = ErrorClass.INTERNAL
             try:
                 yield self.client.fail(ir.Error("The gateway failed while streaming; it has been logged"))
             except Exception:  # noqa: BLE001 - the encoder itself is what failed: just end the body
@@ -371,7 +384,7 @@ class _StreamWriter:
     def abandon(self) -> None:
         if not self.logged:
             self.stream.close()
-            self.error_class = self.error_class or "client_disconnected"
+            self.error_class = self.error_class or ErrorClass.CLIENT_DISCONNECTED
             self._log()
 
     def _log(self) -> None:
@@ -383,8 +396,8 @@ class _StreamWriter:
         if self.error_class:
             self.ex.record.error_class = self.error_class
         if self.sent is not None:
-            self.ex.record.response_body = reqlog.capped(self.sent.decode("utf-8", "replace"))
-        reqlog.submit(self.ex.record)
+            self.ex.record.response_body = self.log_writer.keep_body(self.sent.decode("utf-8", "replace"))
+        self.log_writer.submit(self.ex.record)
 
 
 def _finish_record(ex: Exchange, status: int, usage: ir.Usage, finish: ir.Finish | None) -> None:

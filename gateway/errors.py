@@ -1,4 +1,9 @@
-"""Gateway errors declare their HTTP status and type once; each client protocol renders them."""
+"""Gateway errors declare their HTTP status, type and error class once; one function renders every
+error the gateway answers with, in the envelope of the path's protocol.
+
+Every refusal goes through :func:`error_body`, whichever layer gives it: the
+server's head limit, the drain, the body limit, the API handler and the views.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,15 @@ from typing import Any, ClassVar
 
 import orjson
 
+from accounts.outcomes import ErrorClass
+from accounts.redact import redact
+from translation import registry
+
 
 class GatewayError(Exception):
     status: ClassVar[int] = 500
     error_type: ClassVar[str] = "api_error"  # OpenAI-style type; Anthropic's is derived from status
+    error_class: ClassVar[ErrorClass] = ErrorClass.INTERNAL
 
     def __init__(self, message: str, param: str | None = None, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
@@ -17,14 +27,11 @@ class GatewayError(Exception):
         self.param = param
         self.headers = headers or {}
 
-    @property
-    def error_class(self) -> str:
-        return type(self).__name__
-
 
 class InvalidRequest(GatewayError):
     status = 400
     error_type = "invalid_request_error"
+    error_class = ErrorClass.INVALID_REQUEST
 
 
 class NestingTooDeep(InvalidRequest):
@@ -37,42 +44,76 @@ class NestingTooDeep(InvalidRequest):
 class AuthenticationFailed(GatewayError):
     status = 401
     error_type = "authentication_error"
+    error_class = ErrorClass.AUTHENTICATION
 
 
 class PermissionDenied(GatewayError):
     status = 403
     error_type = "permission_error"
+    error_class = ErrorClass.PERMISSION
 
 
 class ModelNotFound(GatewayError):
     status = 404
     error_type = "not_found_error"
+    error_class = ErrorClass.MODEL_NOT_FOUND
+
+
+class NotFound(GatewayError):
+    status = 404
+    error_type = "not_found_error"
+    error_class = ErrorClass.INVALID_REQUEST
+
+
+class MethodNotAllowed(GatewayError):
+    status = 405
+    error_type = "invalid_request_error"
+    error_class = ErrorClass.INVALID_REQUEST
 
 
 class PayloadTooLarge(GatewayError):
     status = 413
     error_type = "request_too_large"
+    error_class = ErrorClass.PAYLOAD_TOO_LARGE
 
 
 class RateLimited(GatewayError):
     status = 429
     error_type = "rate_limit_error"
+    error_class = ErrorClass.RATE_LIMITED
 
 
 class NoAccounts(GatewayError):
     status = 503
     error_type = "overloaded_error"
+    error_class = ErrorClass.NO_ACCOUNTS
+
+
+class Unavailable(GatewayError):
+    """Something the gateway itself depends on (its database) cannot be reached."""
+
+    status = 503
+    error_type = "overloaded_error"
+    error_class = ErrorClass.UNAVAILABLE
+
+
+class ShuttingDown(GatewayError):
+    status = 503
+    error_type = "overloaded_error"
+    error_class = ErrorClass.SHUTTING_DOWN
 
 
 class UpstreamUnavailable(GatewayError):
     status = 502
     error_type = "api_error"
+    error_class = ErrorClass.UPSTREAM_UNREACHABLE
 
 
 class UpstreamFailed(GatewayError):
     """An upstream error the pool cannot fix: passed to the client with its own status."""
 
     error_type = "upstream_error"
+    error_class = ErrorClass.UPSTREAM_ERROR
 
     def __init__(self, status: int, message: str, upstream_type: str | None = None,
                  headers: dict[str, str] | None = None, code: str | None = None, param: str | None = None,
@@ -83,27 +124,30 @@ class UpstreamFailed(GatewayError):
         self.code = code
         self.raw = raw  # the upstream's own JSON error body, for a client of the same protocol
 
-    @property
-    def http_status(self) -> int:
-        return self.upstream_status
-
 
 def status_of(err: GatewayError) -> int:
     return err.upstream_status if isinstance(err, UpstreamFailed) else err.status
 
 
-def type_of(err: GatewayError) -> str | None:
+def error_body(protocol: str | None, status: int, message: str, error_type: str | None,
+               param: str | None = None, code: str | None = None) -> tuple[bytes, str]:
+    """The body and content type of an error answer: ``protocol``'s JSON envelope, or plain text
+    for a path that is no LLM protocol's (pages, health checks)."""
+
+    if protocol is None:
+        return message.encode(), "text/plain; charset=utf-8"
+    rendered = registry.get(protocol).render_error(status, message, error_type, param, code=code)
+    return orjson.dumps(rendered), "application/json"
+
+
+def render(protocol: str | None, err: GatewayError) -> tuple[bytes, str]:
+    """``err`` as :func:`error_body` renders it; an upstream's own body as it came when it may pass."""
+
     if isinstance(err, UpstreamFailed):
-        return err.upstream_type
-    return err.error_type
-
-
-def render(proto: Any, err: GatewayError) -> dict[str, Any]:
-    """The error body in ``proto``'s own envelope."""
-
-    code = err.code if isinstance(err, UpstreamFailed) else None
-    return proto.render_error(status_of(err), err.message, type_of(err), err.param,  # type: ignore[no-any-return]
-                              code=code)
+        if err.raw is not None:
+            return err.raw, "application/json"
+        return error_body(protocol, err.upstream_status, err.message, err.upstream_type, err.param, err.code)
+    return error_body(protocol, err.status, err.message, err.error_type, err.param)
 
 
 def passable(raw: bytes | None, secret: str) -> bytes | None:
@@ -119,3 +163,9 @@ def passable(raw: bytes | None, secret: str) -> bytes | None:
     except orjson.JSONDecodeError:
         return None
     return raw.replace(secret.encode(), b"[redacted]") if secret else raw
+
+
+def upstream_message(message: str, secret: str) -> str:
+    """An upstream's error message as the client and the log may see it."""
+
+    return redact(message, [secret]) or "upstream error"

@@ -12,23 +12,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
-from asgiref.sync import sync_to_async
-from django.conf import settings
+from accounts.db import hop
 
 from .routing import listed_models
 from .state import ProviderInfo, Snapshot
-from .upstream import NETWORK_ERRORS, upstream
+from .upstream import NETWORK_ERRORS, UpstreamClient
 
 log = logging.getLogger(__name__)
 
 FAILURE_TTL = 30.0
 
-_clock = time.monotonic  # tests move time forward through this
 _CacheKey = tuple[int, str]
-_cache: dict[_CacheKey, tuple[float, list[str]]] = {}  # key → (expires at, names)
-_locks: dict[_CacheKey, asyncio.Lock] = {}
 
 
 def _any_secret(provider_id: int) -> str | None:
@@ -38,51 +35,53 @@ def _any_secret(provider_id: int) -> str | None:
     return account.get_secret() if account else None
 
 
-def _fresh(key: _CacheKey) -> list[str] | None:
-    hit = _cache.get(key)
-    return hit[1] if hit and _clock() < hit[0] else None
+class ModelCatalog:
+    def __init__(self, upstream: UpstreamClient, ttl: float, clock: Callable[[], float] = time.monotonic,
+                 secret_of: Callable[[int], str | None] = _any_secret) -> None:
+        self._upstream = upstream
+        self._ttl = ttl
+        self._clock = clock
+        self._secret_of = secret_of
+        self._cache: dict[_CacheKey, tuple[float, list[str]]] = {}  # key → (expires at, names)
+        self._locks: dict[_CacheKey, asyncio.Lock] = {}
 
+    def _fresh(self, key: _CacheKey) -> list[str] | None:
+        hit = self._cache.get(key)
+        return hit[1] if hit and self._clock() < hit[0] else None
 
-async def upstream_models(provider: ProviderInfo) -> list[str]:
-    key = (provider.id, provider.base_url)
-    if (names := _fresh(key)) is not None:
-        return names
-    lock = _locks.setdefault(key, asyncio.Lock())
-    async with lock:
-        if (names := _fresh(key)) is not None:
-            return names  # another caller fetched it while we waited
-        names, ok = await _fetch(provider)
-        ttl = settings.GATEWAY_MODELS_CACHE_TTL if ok else min(FAILURE_TTL, settings.GATEWAY_MODELS_CACHE_TTL)
-        _cache[key] = (_clock() + ttl, names)
-        return names
+    async def upstream_models(self, provider: ProviderInfo) -> list[str]:
+        key = (provider.id, provider.base_url)
+        if (names := self._fresh(key)) is not None:
+            return names
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            if (names := self._fresh(key)) is not None:
+                return names  # another caller fetched it while we waited
+            names, ok = await self._fetch(provider)
+            ttl = self._ttl if ok else min(FAILURE_TTL, self._ttl)
+            self._cache[key] = (self._clock() + ttl, names)
+            return names
 
+    async def _fetch(self, provider: ProviderInfo) -> tuple[list[str], bool]:
+        secret = await hop(self._secret_of, provider.id)
+        if secret is None:
+            return [], False
+        try:
+            data = await self._upstream.get_json(provider, secret, "/models")
+            return [str(m["id"]) for m in data.get("data", []) if isinstance(m, dict) and "id" in m], True
+        except (*NETWORK_ERRORS, ValueError, KeyError, AttributeError) as exc:
+            # A provider without a /models endpoint still lists what it is configured to serve.
+            log.info("provider %s: /models unavailable (%s)", provider.name, type(exc).__name__)
+            return [], False
 
-async def _fetch(provider: ProviderInfo) -> tuple[list[str], bool]:
-    secret = await sync_to_async(_any_secret, thread_sensitive=False)(provider.id)
-    if secret is None:
-        return [], False
-    try:
-        data = await upstream.get_json(provider, secret, "/models")
-        return [str(m["id"]) for m in data.get("data", []) if isinstance(m, dict) and "id" in m], True
-    except (*NETWORK_ERRORS, ValueError, KeyError, AttributeError) as exc:
-        # A provider without a /models endpoint still lists what it is configured to serve.
-        log.info("provider %s: /models unavailable (%s)", provider.name, type(exc).__name__)
-        return [], False
-
-
-async def list_models(snap: Snapshot) -> dict[str, Any]:
-    seen = dict(listed_models(snap))
-    providers = list(snap.providers.values())
-    fetched = await asyncio.gather(*(upstream_models(p) for p in providers))
-    for provider, names in zip(providers, fetched):
-        for name in names:
-            seen.setdefault(name, provider.name)
-    created = int(time.time())
-    return {"object": "list",
-            "data": [{"id": name, "object": "model", "created": created, "owned_by": owner}
-                     for name, owner in sorted(seen.items())]}
-
-
-def clear_cache() -> None:
-    _cache.clear()
-    _locks.clear()
+    async def list_models(self, snap: Snapshot) -> dict[str, Any]:
+        seen = dict(listed_models(snap))
+        providers = list(snap.providers.values())
+        fetched = await asyncio.gather(*(self.upstream_models(p) for p in providers))
+        for provider, names in zip(providers, fetched):
+            for name in names:
+                seen.setdefault(name, provider.name)
+        created = int(time.time())
+        return {"object": "list",
+                "data": [{"id": name, "object": "model", "created": created, "owned_by": owner}
+                         for name, owner in sorted(seen.items())]}

@@ -22,8 +22,7 @@ import math
 import time
 from typing import Any
 
-from asgiref.sync import sync_to_async
-from django.conf import settings
+from accounts.db import hop
 
 from .errors import RateLimited
 from .state import KeyInfo
@@ -76,9 +75,10 @@ class RedisWindows:
 
 
 class TokenUsage:
-    """Today's tokens per key, from the request log, cached for a few seconds."""
+    """Today's tokens per key, from the request log, cached for ``ttl`` seconds."""
 
-    def __init__(self) -> None:
+    def __init__(self, ttl: float) -> None:
+        self._ttl = ttl
         self._cache: dict[int, tuple[float, dt.date, int]] = {}
 
     async def today(self, key_id: int) -> int:
@@ -87,8 +87,8 @@ class TokenUsage:
         cached = self._cache.get(key_id)
         if cached is not None and cached[0] > now and cached[1] == day:
             return cached[2]
-        used = await sync_to_async(_tokens_since, thread_sensitive=False)(key_id, day)
-        self._cache[key_id] = (now + settings.GATEWAY_TOKEN_USAGE_TTL, day, used)
+        used = await hop(_tokens_since, key_id, day)
+        self._cache[key_id] = (now + self._ttl, day, used)
         return used
 
 
@@ -104,18 +104,10 @@ def _tokens_since(key_id: int, day: dt.date) -> int:
 
 
 class Limits:
-    def __init__(self) -> None:
+    def __init__(self, redis_url: str = "", token_usage_ttl: float = 5.0) -> None:
         self.local = LocalWindows()
-        self.shared: RedisWindows | None = None
-        self.tokens = TokenUsage()
-
-    def _windows(self) -> LocalWindows | RedisWindows:
-        url = settings.REDIS_URL
-        if not url:
-            return self.local
-        if self.shared is None or self.shared.url != url:
-            self.shared = RedisWindows(url)
-        return self.shared
+        self.shared = RedisWindows(redis_url) if redis_url else None
+        self.tokens = TokenUsage(token_usage_ttl)
 
     async def check(self, key: KeyInfo) -> None:
         """Raise :class:`RateLimited` when ``key`` is over one of its limits."""
@@ -134,7 +126,7 @@ class Limits:
     async def _check_rate(self, key: KeyInfo, limit: int) -> None:
         now = time.time()
         window = int(now // WINDOW_SECONDS)
-        windows = self._windows()
+        windows = self.shared or self.local
         try:
             count = await windows.hit(key, window)
         except Exception as exc:  # noqa: BLE001 - Redis down: keep limiting, per process, rather than fail
@@ -145,5 +137,3 @@ class Limits:
             raise RateLimited(f"This API key is limited to {limit} requests per minute",
                               headers={"Retry-After": str(retry_after)})
 
-
-limits = Limits()

@@ -95,8 +95,26 @@ class Tapping:
         return batch
 
 
+class OpenStreams:
+    """The streams being read, so that a stopping gateway can end each of them cleanly (gateway.shutdown)."""
+
+    def __init__(self) -> None:
+        self._streams: weakref.WeakSet[UpstreamStream] = weakref.WeakSet()
+
+    def add(self, stream: UpstreamStream) -> None:
+        self._streams.add(stream)
+
+    def abort_all(self, message: str) -> None:
+        for stream in list(self._streams):
+            stream.abort(message)
+
+    def __len__(self) -> int:
+        return len(self._streams)
+
+
 class UpstreamStream:
-    def __init__(self, response: UpstreamResponse, reader: Reader, idle_timeout: float) -> None:
+    def __init__(self, response: UpstreamResponse, reader: Reader, idle_timeout: float,
+                 streams: OpenStreams | None = None) -> None:
         self._response = response
         self._reader = reader
         self.idle_timeout = idle_timeout
@@ -106,8 +124,10 @@ class UpstreamStream:
         self._waiter: asyncio.Future[None] | None = None
         self.last_data = time.monotonic()
         self.ended = False
+        self.aborted = False
         self._task = asyncio.create_task(self._pump())
-        OPEN.add(self)
+        if streams is not None:
+            streams.add(self)
 
     def _put(self, item: Batch | None) -> None:
         self._items.append(item)
@@ -126,8 +146,9 @@ class UpstreamStream:
             self._put(reader.end(parser.finish()))
         except NETWORK_ERRORS as exc:
             log.info("upstream stream broke: %s", type(exc).__name__)
-            self._put(Batch([ir.Error(f"upstream connection lost ({type(exc).__name__})",
-                                      error_type="upstream_disconnected", status=502)], local=True))
+            self._put(Batch([ir.transport_error(ir.TransportFailure.DISCONNECTED,
+                                                f"upstream connection lost ({type(exc).__name__})")],
+                            local=True))
         finally:
             self._put(None)
             await self._response.aclose()
@@ -167,6 +188,7 @@ class UpstreamStream:
         (the gateway is stopping); the upstream connection is dropped."""
 
         if not self._task.done():
+            self.aborted = True
             self._put(Batch([ir.Error(message, error_type="overloaded_error", status=503)], local=True))
             self._task.cancel()
 
@@ -174,10 +196,6 @@ class UpstreamStream:
 def _wake(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)
-
-
-# Streams being read, so that a stopping gateway can end each of them cleanly (gateway.shutdown).
-OPEN: weakref.WeakSet[UpstreamStream] = weakref.WeakSet()
 
 
 async def read_until_content(stream: UpstreamStream, wait: float) -> tuple[list[Batch], str]:
@@ -197,8 +215,9 @@ async def read_until_content(stream: UpstreamStream, wait: float) -> tuple[list[
             return collected, "end"
         if item == TIMEOUT:
             if stream.idle_for() >= stream.idle_timeout:
-                collected.append(Batch([ir.Error("upstream sent nothing within its idle timeout",
-                                                 error_type="upstream_timeout", status=504)], local=True))
+                collected.append(Batch([ir.transport_error(ir.TransportFailure.TIMEOUT,
+                                                           "upstream sent nothing within its idle timeout", 504)],
+                                       local=True))
                 return collected, "error"
             return collected, "wait"
         collected.append(item)

@@ -1,10 +1,12 @@
 """The request log and usage counters, written off the hot path.
 
-Request handlers hand a finished :class:`Exchange` record to :func:`submit`,
+Request handlers hand a finished :class:`Exchange` record to :meth:`LogWriter.submit`,
 which only appends to a queue. A writer thread drains it in batches: one
 INSERT (executemany) for the log rows, one counter UPDATE per account and client key
-in the batch, then a dashboard broadcast. ``flush()`` runs at interpreter exit,
-so a clean shutdown loses no buffered row.
+in the batch, whatever the writer's sinks add in the same transaction (the
+dashboard's usage buckets), then a dashboard broadcast. The app object flushes
+it when the gateway stops and at interpreter exit, so a clean shutdown loses no
+buffered row.
 
 The writer shares the GIL with the request path, so a batch is written with
 plain SQL rather than through model instances: the ORM's per-row and per-query
@@ -14,7 +16,6 @@ overhead was most of what logging a request cost.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import json
 import logging
 import operator
@@ -22,15 +23,18 @@ import queue
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
 import orjson
-from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import connection, transaction
 from django.utils import timezone
+
+from accounts.db import checked_connections
+from accounts.outcomes import ErrorClass, Verdict
+from accounts.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +48,7 @@ class Attempt:
     account_id: int | None
     account_label: str
     status: int | None  # upstream HTTP status; None for network failures
-    verdict: str  # ok | return | retry | disable | network | malformed
+    verdict: Verdict
     latency_ms: int
     error: str = ""  # redacted excerpt
     tier: str = ""
@@ -63,7 +67,7 @@ class LogRecord:
     model_sent: str = ""
     stream: bool = False
     status: int = 0
-    error_class: str = ""
+    error_class: ErrorClass = ErrorClass.NONE
     attempts: list[Attempt] = field(default_factory=list)
     latency_ms: int = 0
     ttfb_ms: int | None = None
@@ -77,14 +81,27 @@ class LogRecord:
     created_at: Any = field(default_factory=timezone.now)
 
 
+# Called inside the writer's transaction with each batch (the dashboard's usage rollup).
+Sink = Callable[[Sequence[LogRecord]], None]
+
+
 class LogWriter:
-    def __init__(self) -> None:
+    def __init__(self, batch_seconds: float = 1.0, sinks: Sequence[Sink] = (),
+                 body_limit: int | None = None) -> None:
+        """``body_limit``: with body logging on, the characters of a body kept; None keeps none."""
+
+        self.batch_seconds = batch_seconds
+        self.sinks = tuple(sinks)
+        self.body_limit = body_limit
         self._queue: queue.SimpleQueue[LogRecord] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
         self.written = 0
+
+    def keep_body(self, text: str | bytes) -> str:
+        return capped(text, self.body_limit)
 
     def submit(self, record: LogRecord) -> None:
         self._queue.put(record)
@@ -105,7 +122,7 @@ class LogWriter:
             # Each batch has a fixed cost (a transaction, the counters, the usage buckets, the live
             # event) and takes the GIL from the request path while it runs: fewer, larger batches
             # measured ~10 % more requests/s than four a second (bench, c=16).
-            time.sleep(settings.GATEWAY_LOG_BATCH_SECONDS)
+            time.sleep(self.batch_seconds)
             try:
                 self.flush()
             except Exception:  # noqa: BLE001 - the writer must outlive a bad batch; rows were re-queued
@@ -113,16 +130,10 @@ class LogWriter:
                 time.sleep(1.0)
 
     def flush(self) -> int:
-        """Write everything queued so far (and the in-memory pool's last-used stamps); returns the rows written."""
-
-        from accounts.pool import write_local_stamps
+        """Write everything queued so far; returns the rows written."""
 
         total = 0
-        with self._flush_lock:
-            try:
-                write_local_stamps()
-            except Exception:  # noqa: BLE001 - kept for the next batch; must not hold up the log rows
-                log.warning("last-used stamps not written; will retry", exc_info=True)
+        with self._flush_lock, checked_connections():
             while True:
                 batch: list[LogRecord] = []
                 while len(batch) < BATCH_SIZE:
@@ -160,7 +171,6 @@ class LogWriter:
         if len(failed) == len(batch):
             for rec in batch:  # keep them: never lose a record
                 self._queue.put(rec)
-            close_old_connections()
             raise RuntimeError(f"the request log could not write any of {len(batch)} records") from first_error
         dropped = 0
         for rec in failed:
@@ -174,7 +184,6 @@ class LogWriter:
 
     def _write(self, batch: list[LogRecord]) -> None:
         from accounts.models import Account, ApiKey, Provider
-        from dashboard import rollup
 
         # An account, provider or key deleted since the request ran must not fail the
         # whole batch on its foreign key: its rows are kept with the reference cleared.
@@ -208,7 +217,8 @@ class LogWriter:
                 # instead of a deadlock that could abort the other side).
                 cursor.execute("SET LOCAL lock_timeout = '250ms'")
             _insert_rows(cursor, batch, costs)
-            rollup.add(batch)  # the dashboard's usage buckets, in the same transaction as the rows
+            for sink in self.sinks:
+                sink(batch)
             _add_counters(cursor, Account, per_account, spent)
             _add_counters(cursor, ApiKey, per_key, {})
         self._publish({
@@ -337,33 +347,16 @@ def _add(acc: list[int], r: LogRecord) -> None:
     acc[5] += r.reasoning_tokens
 
 
-writer = LogWriter()
-
-
-def submit(record: LogRecord) -> None:
-    writer.submit(record)
-
-
-def capped(text: str | bytes, secrets: Iterable[str] = ()) -> str:
-    """A body as the log may keep it: nothing unless body logging is on, else size-capped and redacted.
+def capped(text: str | bytes, limit: int | None, secrets: Iterable[str] = ()) -> str:
+    """A body as the log may keep it: nothing when ``limit`` is None (body logging off), else
+    size-capped and redacted.
 
     Bytes are decoded only when kept: with body logging off (the default) a body costs nothing here.
     """
 
-    if not settings.GATEWAY_LOG_BODIES:
+    if limit is None:
         return ""
-    from accounts.pool import redact
-
-    limit = settings.GATEWAY_LOG_BODY_LIMIT
     if isinstance(text, bytes):
         text = text[: 8 * limit].decode("utf-8", "replace")  # a UTF-8 character is at most 4 bytes
     # Redact before the final cut so a secret straddling the cap is still recognised whole.
     return redact(text[: 2 * limit], secrets, limit=limit)
-
-
-@atexit.register
-def _flush_at_exit() -> None:
-    try:
-        writer.flush()
-    except Exception:  # noqa: BLE001 - at exit there is nobody left to tell but the log
-        log.exception("request log could not be flushed at exit")

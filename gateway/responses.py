@@ -7,6 +7,8 @@ from typing import Any
 import orjson
 from django.http import HttpResponse
 
+from .errors import GatewayError, render, status_of
+
 SSE_HEADERS = {
     "Cache-Control": "no-cache",
     "Connection": "keep-alive",
@@ -27,5 +29,15 @@ def json_response(data: Any, status: int = 200, headers: dict[str, str] | None =
 def raw_json_response(body: bytes, status: int = 200, headers: dict[str, str] | None = None) -> HttpResponse:
     resp = HttpResponse(body, status=status, content_type="application/json")
     for name, value in (headers or {}).items():
+        resp[name] = value
+    return resp
+
+
+def error_response(protocol: str | None, err: GatewayError) -> HttpResponse:
+    """``err`` answered in ``protocol``'s envelope (``gateway.errors.render``), with its headers."""
+
+    body, content_type = render(protocol, err)
+    resp = HttpResponse(body, status=status_of(err), content_type=content_type)
+    for name, value in err.headers.items():
         resp[name] = value
     return resp

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
@@ -37,12 +39,23 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
 
+@dataclass(frozen=True)
+class HeadLimits:
+    max_bytes: int
+    timeout: float
+    routes: Any  # gateway.routes.RouteTable: the envelope of a refusal (None: plain text)
+
+
 class BoundedHeadProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with a request head bounded in size and in time."""
 
     _head_timer: asyncio.TimerHandle | None = None
     _in_head = False
     _head_bytes = 0
+
+    def __init__(self, *args: Any, head: HeadLimits, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.head = head
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -57,10 +70,9 @@ class BoundedHeadProtocol(HttpToolsProtocol):
         # Counted after parsing: a read that completes the head (and may carry a body) is not head.
         if self._in_head and not self.transport.is_closing():
             self._head_bytes += len(data)
-            if self._head_bytes > _settings().GATEWAY_MAX_HEAD_BYTES:
+            if self._head_bytes > self.head.max_bytes:
                 self._refuse(431, "Request Header Fields Too Large",
-                             "The request line and headers exceed the limit of "
-                             f"{_settings().GATEWAY_MAX_HEAD_BYTES} bytes")
+                             f"The request line and headers exceed the limit of {self.head.max_bytes} bytes")
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -75,7 +87,7 @@ class BoundedHeadProtocol(HttpToolsProtocol):
         super().on_headers_complete()
 
     def _arm_head_timer(self) -> None:
-        self._head_timer = self.loop.call_later(_settings().GATEWAY_HEAD_TIMEOUT, self._head_too_slow)
+        self._head_timer = self.loop.call_later(self.head.timeout, self._head_too_slow)
 
     def _cancel_head_timer(self) -> None:
         if self._head_timer is not None:
@@ -88,24 +100,17 @@ class BoundedHeadProtocol(HttpToolsProtocol):
             self._refuse(408, "Request Timeout", "The request headers did not arrive in time")
 
     def _refuse(self, status: int, reason: str, message: str) -> None:
-        from .bodylimit import error_body
+        from .errors import error_body
 
         self._cancel_head_timer()
         self._in_head = False
         path = (getattr(self, "url", b"") or b"").split(b"?", 1)[0].decode("latin-1")
-        if path.startswith("/v1/"):
-            body, kind = error_body(path, status, message, "invalid_request_error"), b"application/json"
-        else:
-            body, kind = message.encode(), b"text/plain; charset=utf-8"
+        envelope = self.head.routes.envelope(path) if self.head.routes is not None else None
+        body, kind = error_body(envelope, status, message, "invalid_request_error")
         self.transport.write(b"HTTP/1.1 %d %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n"
-                             b"connection: close\r\n\r\n" % (status, reason.encode(), kind, len(body)) + body)
+                             b"connection: close\r\n\r\n" % (status, reason.encode(), kind.encode(), len(body))
+                             + body)
         self.transport.close()
-
-
-def _settings() -> Any:
-    from django.conf import settings
-
-    return settings
 
 
 class GatewayServer(uvicorn.Server):
@@ -123,16 +128,25 @@ class GatewayServer(uvicorn.Server):
 
     async def _drain_then_exit(self) -> None:
         try:
-            await self.drain.stop(_settings().GATEWAY_SHUTDOWN_GRACE)
+            await self.drain.stop(self.drain.gw.options.shutdown_grace)
         finally:
             self.should_exit = True
 
 
 def config(app: Any, host: str, port: int, **overrides: Any) -> uvicorn.Config:
+    """uvicorn's settings for ``app`` (the edge, whose options bound the head; else the settings')."""
+
+    gw = getattr(app, "gw", None)
+    if gw is not None:
+        head = HeadLimits(gw.options.max_head_bytes, gw.options.head_timeout, gw.routes)
+    else:  # the bench's bare relay on our server settings: the defaults, plain-text refusals
+        from .options import Options
+
+        head = HeadLimits(Options.max_head_bytes, Options.head_timeout, None)
     options: dict[str, Any] = {
         "host": host, "port": port,
         "loop": "auto", "ws": "auto",  # uvloop where installed (not on Windows); websockets
-        "http": BoundedHeadProtocol,
+        "http": functools.partial(BoundedHeadProtocol, head=head),
         "lifespan": "off",  # nothing to start: connections and pools open on first use
         "access_log": False,  # the gateway keeps its own request log
         "server_header": False,
@@ -152,9 +166,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     args = parser.parse_args(argv)
-    from .asgi import application, drain
+    from .asgi import application
 
-    GatewayServer(config(application, args.host, args.port, log_level=args.log_level), drain).run()
+    GatewayServer(config(application, args.host, args.port, log_level=args.log_level), application.drain).run()
 
 
 if __name__ == "__main__":

@@ -35,7 +35,6 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "gateway.security.security_headers",
-    "gateway.middleware.CorsMiddleware",
     "gateway.static.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -64,7 +63,10 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
-DATABASES["default"].setdefault("CONN_MAX_AGE", 0)
+# Connections are kept a minute and pinged before reuse: every database hop checks them
+# (accounts.db), so one that broke (the database restarted) is replaced, never reused.
+DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the log writer and request handlers read while one writes.
     DATABASES["default"].setdefault("OPTIONS", {})["init_command"] = (
@@ -121,6 +123,10 @@ GATEWAY_MODELS_CACHE_TTL = env.float("GATEWAY_MODELS_CACHE_TTL", default=300.0)
 GATEWAY_LOG_BATCH_SECONDS = env.float("GATEWAY_LOG_BATCH_SECONDS", default=1.0)
 GATEWAY_LOG_BODIES = env.bool("GATEWAY_LOG_BODIES", default=False)
 GATEWAY_LOG_BODY_LIMIT = env.int("GATEWAY_LOG_BODY_LIMIT", default=16384)
+# Called with each batch of request-log rows inside the writer's transaction (gateway.reqlog).
+GATEWAY_LOG_SINKS = ["dashboard.rollup.add"]
+# How often a gateway process looks for account tests ops asked for in the admin (gateway.prober).
+GATEWAY_PROBE_INTERVAL = env.float("GATEWAY_PROBE_INTERVAL", default=5.0)
 # How stale a client key's token count for today may be when its daily_token_limit is checked.
 GATEWAY_TOKEN_USAGE_TTL = env.float("GATEWAY_TOKEN_USAGE_TTL", default=5.0)
 # On SIGTERM, how long open requests may run on before their streams are ended (gateway.shutdown).

@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from accounts.pgpick import picker
+from .asgiwrite import send_answer, send_error
 
-from . import relay, reqlog
-from .bodylimit import error_body
-from .upstream import upstream
+if TYPE_CHECKING:
+    from .app import Gateway
 
 log = logging.getLogger(__name__)
 
@@ -34,20 +33,19 @@ LAST_WORDS_SECONDS = 2.0  # for aborted streams to write their ending, then for 
 
 
 class Drain:
-    """ASGI wrapper that knows the API requests in flight and can wind them down."""
+    """ASGI wrapper of the API paths that knows the requests in flight and can wind them down."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, gateway: Gateway) -> None:
         self.app = app
+        self.gw = gateway
         self.stopping = False
         self.calls: set[asyncio.Future[None]] = set()  # one "hang up" per API request in flight
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
         path = scope["path"]
-        if self.stopping and (path.startswith("/v1/") or path == "/readyz"):
-            return await _unavailable(path, send)
-        if not path.startswith("/v1/"):
+        if self.stopping and self.gw.routes.refused_when_stopping(path):
+            return await self._unavailable(path, send)
+        if self.gw.routes.envelope(path) is None:  # health checks: nothing to wind down
             return await self.app(scope, receive, send)
         hang_up: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.calls.add(hang_up)
@@ -61,8 +59,7 @@ class Drain:
         log.info("stopping: %d request(s) open, %.0f s to finish", len(self.calls), grace)
         await self._settle(grace)
         if self.calls:
-            for stream in list(relay.OPEN):
-                stream.abort("The gateway is shutting down; send the request again")
+            self.gw.streams.abort_all("The gateway is shutting down; send the request again")
             await self._settle(LAST_WORDS_SECONDS)
         for hang_up in self.calls:
             if not hang_up.done():
@@ -70,12 +67,16 @@ class Drain:
         await self._settle(LAST_WORDS_SECONDS)
         if self.calls:
             log.warning("stopping with %d request(s) still open", len(self.calls))
-        try:
-            await asyncio.to_thread(reqlog.writer.flush)
-        except Exception:  # noqa: BLE001 - the exit-time flush will try again
-            log.exception("request log flush failed while stopping")
-        await upstream.aclose()
-        await picker.aclose()
+        await self.gw.aclose()
+
+    async def _unavailable(self, path: str, send: Any) -> None:
+        headers = [(b"retry-after", b"1"), (b"connection", b"close")]
+        if self.gw.routes.envelope(path) is None:  # /readyz: out of the load balancer
+            await send_answer(send, 503, orjson.dumps({"status": "stopping"}), "application/json", headers)
+        else:
+            await send_error(send, self.gw.routes, path, 503,
+                             "The gateway is shutting down; send the request to another instance",
+                             "overloaded_error", headers)
 
     async def _settle(self, seconds: float) -> None:
         loop = asyncio.get_running_loop()
@@ -124,13 +125,4 @@ def _cancelling() -> bool:
     return task is not None and task.cancelling() > 0
 
 
-async def _unavailable(path: str, send: Any) -> None:
-    if path.startswith("/v1/"):
-        body = error_body(path, 503, "The gateway is shutting down; send the request to another instance",
-                          "overloaded_error")
-    else:
-        body = orjson.dumps({"status": "stopping"})
-    await send({"type": "http.response.start", "status": 503,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            (b"retry-after", b"1"), (b"connection", b"close")]})
-    await send({"type": "http.response.body", "body": body})
+

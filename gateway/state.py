@@ -11,9 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from asgiref.sync import sync_to_async
-from django.conf import settings
-
+from accounts.db import hop
 from accounts.refresh import Refresh
 from translation.ir import UpstreamCaps
 
@@ -91,19 +89,17 @@ def key_info(k: Any) -> KeyInfo:
 
 
 class SnapshotCache:
-    def __init__(self) -> None:
+    def __init__(self, ttl: float) -> None:
+        self._ttl = ttl
         self._snap = Snapshot()
         self._refresh = Refresh(self._reread, "configuration")
 
     async def get(self) -> Snapshot:
-        await self._refresh.ensure(settings.GATEWAY_CONFIG_TTL)
+        await self._refresh.ensure(self._ttl)
         return self._snap
 
     async def _reread(self) -> None:
-        self._snap = await sync_to_async(_load, thread_sensitive=False)()
+        self._snap = await hop(_load)
 
     def invalidate(self) -> None:
         self._refresh.invalidate()
-
-
-config = SnapshotCache()

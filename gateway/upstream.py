@@ -1,4 +1,4 @@
-"""The one shared upstream HTTP client of this process: aiohttp, used directly.
+"""The upstream HTTP client (one per app object, so one per process): aiohttp, used directly.
 
 Why not httpx: we ran httpx over aiohttp's transport, so every request paid
 for two HTTP stacks: httpx's request and response models, URL parsing, header
@@ -42,7 +42,6 @@ from typing import Any
 import aiohttp
 import certifi
 from aiohttp.payload import BytesPayload
-from django.conf import settings
 from multidict import CIMultiDictProxy
 
 from .forwarding import Forwarded, apply_provider_headers
@@ -90,8 +89,8 @@ class UpstreamResponse:
             self._response.close()
 
 
-def _headers(provider: ProviderInfo, secret: str, extra: dict[str, str],
-             forwarded: Forwarded | None = None) -> dict[str, str]:
+def upstream_headers(provider: ProviderInfo, secret: str, extra: dict[str, str],
+                     forwarded: Forwarded | None = None) -> dict[str, str]:
     """A request's headers: ours, the account's credential in the provider's scheme, what the
     forwarding policy lets through from the client (gateway.forwarding), then the provider's own."""
 
@@ -117,7 +116,8 @@ def _timeout(connect: float) -> aiohttp.ClientTimeout:
 
 
 class UpstreamClient:
-    def __init__(self) -> None:
+    def __init__(self, max_connections: int = 4096) -> None:
+        self.max_connections = max_connections
         # (proxy, id(loop)) → (loop, session); the loop is kept so a reused id is not mistaken for it.
         self._sessions: dict[tuple[str, int], tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession]] = {}
 
@@ -128,7 +128,7 @@ class UpstreamClient:
         entry = self._sessions.get(key)
         if entry is not None and entry[0] is loop and not entry[1].closed:
             return entry[1]
-        connector = aiohttp.TCPConnector(limit=settings.GATEWAY_UPSTREAM_MAX_CONNECTIONS, limit_per_host=0,
+        connector = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0,
                                          keepalive_timeout=KEEPALIVE_SECONDS, ssl=_ssl_context())
         session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
                                         timeout=aiohttp.ClientTimeout(total=None), trust_env=False)
@@ -139,7 +139,7 @@ class UpstreamClient:
         """The URL and headers of a call to ``target``."""
 
         p = target.provider
-        headers = _headers(p, target.secret, {"content-type": "application/json",
+        headers = upstream_headers(p, target.secret, {"content-type": "application/json",
                                               "accept": "application/json, text/event-stream"},
                            target.forwarded)
         url = p.base_url.rstrip("/") + target.path
@@ -170,7 +170,7 @@ class UpstreamClient:
                 await response.aclose()
 
     async def get_json(self, provider: ProviderInfo, secret: str, path: str) -> Any:
-        headers = _headers(provider, secret, {})
+        headers = upstream_headers(provider, secret, {})
         session = self._session(provider.proxy_url)
         async with asyncio.timeout(provider.connect_timeout + 10):
             async with session.get(provider.base_url.rstrip("/") + path, headers=headers, allow_redirects=False,
@@ -190,8 +190,6 @@ class UpstreamClient:
             elif owner.is_closed():
                 del self._sessions[key]
 
-
-upstream = UpstreamClient()
 
 # What a broken upstream connection raises: refused, reset, dropped mid-body
 # (aiohttp.ClientPayloadError), server disconnected, timed out.

@@ -1,17 +1,13 @@
+"""Django's URLconf: the pages (admin, dashboard, ``/``). The API's paths are the route table's
+(``gateway.routes``), served by the API handler without Django's generic request machinery."""
+
 from django.contrib import admin
 from django.urls import include, path
 
-from . import views
+from . import pages
 
 urlpatterns = [
-    path("", views.root),
-    path("v1/chat/completions", views.chat_completions),
-    path("v1/messages", views.messages),
-    path("v1/messages/count_tokens", views.count_tokens),
-    path("v1/responses", views.responses),
-    path("v1/models", views.models),
-    path("healthz", views.healthz),
-    path("readyz", views.readyz),
+    path("", pages.root),
     path("admin/", admin.site.urls),
     path("dashboard/", include("dashboard.urls")),
 ]

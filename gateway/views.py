@@ -1,4 +1,8 @@
-"""The API surface. Views are thin: each step is a named function elsewhere."""
+"""The API surface. Views are thin: each step is a named function elsewhere.
+
+Each view takes the app object (``gateway.app.Gateway``) and Django's request; the
+route table (``gateway.routes``) says which view serves which path.
+"""
 
 from __future__ import annotations
 
@@ -6,26 +10,24 @@ import asyncio
 import logging
 from typing import Any
 
-from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.db import connection
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.views.decorators.csrf import csrf_exempt
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
+from accounts.db import hop
+from accounts.outcomes import ErrorClass
 from translation import ir, registry, sse
 from translation.ids import new_id
 from translation.protocol import ProtocolModule
 
-from . import reqlog
+from .app import Gateway
 from .auth import authenticate
 from .count_tokens import count_input_tokens
 from .dispatch import Exchange, dispatch
-from .errors import GatewayError, InvalidRequest, NestingTooDeep, UpstreamFailed, render, status_of
-from .models_list import list_models
-from .ratelimit import limits
-from .responses import json_response, raw_json_response
+from .errors import GatewayError, InvalidRequest, NestingTooDeep, status_of
+from .reqlog import LogRecord
+from .responses import error_response, json_response
 from .routing import check_allowed, resolve
-from .state import KeyInfo, config
+from .state import KeyInfo
 
 log = logging.getLogger(__name__)
 
@@ -58,15 +60,9 @@ def parse_request(proto: ProtocolModule, body: Any) -> ir.Request:
         raise InvalidRequest(exc.message, exc.param) from exc
 
 
-def error_response(proto: ProtocolModule, err: GatewayError) -> HttpResponse:
-    if isinstance(err, UpstreamFailed) and err.raw is not None:
-        return raw_json_response(err.raw, status_of(err), err.headers)  # same protocol: as the upstream sent it
-    return json_response(render(proto, err), status_of(err), err.headers)
-
-
-def _log_rejected(proto: ProtocolModule, key: KeyInfo, body: Any, err: GatewayError) -> None:
+def _log_rejected(gw: Gateway, proto: ProtocolModule, key: KeyInfo, body: Any, err: GatewayError) -> None:
     model = body.get("model") if isinstance(body, dict) else None
-    reqlog.submit(reqlog.LogRecord(
+    gw.log.submit(LogRecord(
         request_id=new_id("req_"), client_protocol=proto.NAME, client_key_id=key.id,
         client_key_name=key.name, model_requested=model if isinstance(model, str) else "",
         stream=bool(isinstance(body, dict) and body.get("stream") is True),
@@ -74,96 +70,79 @@ def _log_rejected(proto: ProtocolModule, key: KeyInfo, body: Any, err: GatewayEr
     ))
 
 
-async def api_call(request: HttpRequest, proto_name: str, allow_x_api_key: bool) -> HttpResponse:
+async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_api_key: bool) -> HttpResponseBase:
     proto = registry.get(proto_name)
     key: KeyInfo | None = None
     body: Any = None
     ex: Exchange | None = None
     try:
-        snap = await config.get()
+        snap = await gw.config.get()
         key = await authenticate(request, snap, allow_x_api_key)
-        await limits.check(key)
+        await gw.limits.check(key)
         body = parse_body(request)
         ireq = parse_request(proto, body)
         route = resolve(ireq.model, snap)
         check_allowed(key, ireq.model)
         ex = Exchange(new_id("req_"), proto, key, body, ireq, route, request.headers,
                       request.META.get("QUERY_STRING", ""))
-        ex.record.request_body = reqlog.capped(request.body)
-        return await dispatch(ex, settings.GATEWAY_MAX_ATTEMPTS, settings.GATEWAY_KEEPALIVE_SECONDS)
+        ex.record.request_body = gw.log.keep_body(request.body)
+        return await dispatch(gw, ex)
     except GatewayError as err:
         if ex is not None:
             ex.record.status, ex.record.error_class = status_of(err), err.error_class
             ex.record.latency_ms = ex.elapsed_ms()
-            reqlog.submit(ex.record)
+            gw.log.submit(ex.record)
         elif key is not None:
-            _log_rejected(proto, key, body, err)
-        return error_response(proto, err)
+            _log_rejected(gw, proto, key, body, err)
+        return error_response(proto.NAME, err)
     except asyncio.CancelledError:
         # The client hung up (or the gateway is stopping) before the answer: the request keeps its row.
         if ex is not None:
-            ex.record.status, ex.record.error_class = 499, "cancelled"
+            ex.record.status, ex.record.error_class = 499, ErrorClass.CLIENT_DISCONNECTED
             ex.record.latency_ms = ex.elapsed_ms()
-            reqlog.submit(ex.record)
+            gw.log.submit(ex.record)
         raise
     except Exception:
         log.exception("unexpected failure serving %s", request.path)
         err = GatewayError("The gateway failed to serve this request; it has been logged")
         if ex is not None:
-            ex.record.status, ex.record.error_class = 500, "internal_error"
-            reqlog.submit(ex.record)
-        return error_response(proto, err)
+            ex.record.status, ex.record.error_class = 500, ErrorClass.INTERNAL
+            gw.log.submit(ex.record)
+        return error_response(proto.NAME, err)
 
 
-@csrf_exempt
-async def chat_completions(request: HttpRequest) -> HttpResponse:
-    return await api_call(request, "openai_chat", allow_x_api_key=False)
+async def chat_completions(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
+    return await api_call(gw, request, "openai_chat", allow_x_api_key=False)
 
 
-@csrf_exempt
-async def messages(request: HttpRequest) -> HttpResponse:
-    return await api_call(request, "anthropic", allow_x_api_key=True)
+async def messages(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
+    return await api_call(gw, request, "anthropic", allow_x_api_key=True)
 
 
-@csrf_exempt
-async def responses(request: HttpRequest) -> HttpResponse:
-    return await api_call(request, "responses", allow_x_api_key=False)
+async def responses(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
+    return await api_call(gw, request, "responses", allow_x_api_key=False)
 
 
-@csrf_exempt
-async def count_tokens(request: HttpRequest) -> HttpResponse:
-    proto = registry.get("anthropic")
+async def count_tokens(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
     try:
-        snap = await config.get()
+        snap = await gw.config.get()
         key = await authenticate(request, snap, allow_x_api_key=True)
-        return await count_input_tokens(parse_body(request), key, snap, request.headers,
+        return await count_input_tokens(gw, parse_body(request), key, snap, request.headers,
                                         request.META.get("QUERY_STRING", ""))
     except GatewayError as err:
-        return error_response(proto, err)
-    except Exception:
-        log.exception("unexpected failure serving %s", request.path)
-        return error_response(proto, GatewayError("The gateway failed to serve this request; it has been logged"))
+        return error_response("anthropic", err)
 
 
-async def models(request: HttpRequest) -> HttpResponse:
-    proto = registry.get("openai_chat")
+async def models(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
     try:
-        snap = await config.get()
+        snap = await gw.config.get()
         await authenticate(request, snap, allow_x_api_key=True)
-        return json_response(await list_models(snap))
+        return json_response(await gw.models.list_models(snap))
     except GatewayError as err:
-        return error_response(proto, err)
+        return error_response("openai_chat", err)
 
 
-async def root(request: HttpRequest) -> HttpResponse:
-    """``HEAD /`` is Claude Code's connection probe: 200. A person opening ``/`` goes to the dashboard."""
-
-    if request.method == "HEAD":
-        return HttpResponse(status=200)
-    return HttpResponseRedirect("/dashboard/")
-
-
-async def healthz(request: HttpRequest) -> HttpResponse:
+async def healthz(gw: Gateway, request: HttpRequest) -> HttpResponse:
     return json_response({"status": "ok"})
 
 
@@ -173,9 +152,9 @@ def _db_ok() -> bool:
         return cursor.fetchone() == (1,)
 
 
-async def readyz(request: HttpRequest) -> HttpResponse:
+async def readyz(gw: Gateway, request: HttpRequest) -> HttpResponse:
     try:
-        ok = await sync_to_async(_db_ok, thread_sensitive=False)()
+        ok = await hop(_db_ok)
     except Exception as exc:  # noqa: BLE001 - any database failure means not ready
         return json_response({"status": "unavailable", "database": type(exc).__name__}, 503)
     return json_response({"status": "ok" if ok else "unavailable"}, 200 if ok else 503)

@@ -53,7 +53,7 @@ class EncoderBase(ABC):
             return []
         out: list[bytes] = []
         if self._finish is None:
-            self._end_with_error(ir.Error(message=NO_FINISH, error_type="upstream_truncated"), out)
+            self._end_with_error(ir.transport_error(ir.TransportFailure.TRUNCATED, NO_FINISH), out)
         else:
             self._end(self._finish, out)
             self._done = True

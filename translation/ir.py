@@ -25,7 +25,7 @@ Conventions that every protocol module relies on:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Any, Literal, Union
 
 JSON = dict[str, Any]
@@ -314,12 +314,25 @@ class Finish:
     type: Literal["finish"] = "finish"
 
 
+class TransportFailure(StrEnum):
+    """How the exchange broke as the gateway saw it, as opposed to an error the upstream reported
+    in its protocol. The values are the error types clients see for them."""
+
+    DISCONNECTED = "upstream_disconnected"
+    TIMEOUT = "upstream_timeout"
+    TRUNCATED = "upstream_truncated"
+    MALFORMED = "malformed_upstream"
+
+
 @dataclass
 class Error:
     """The upstream failed (error event, malformed chunk, truncation).
 
     ``status`` is the HTTP status the failure would have had, so that an error
     that arrives inside a 200 stream can be classified like a non-2xx answer.
+    ``transport``: the connection or the stream itself broke (Healthchecks' ``permanent``
+    idea, turned around): nothing after it can be trusted, the account is not to blame,
+    and another account may do better. False for errors the upstream reported.
     """
 
     message: str
@@ -327,7 +340,12 @@ class Error:
     status: int = 502
     code: str | None = None
     param: str | None = None
+    transport: bool = False
     type: Literal["error"] = "error"
+
+
+def transport_error(kind: TransportFailure, message: str, status: int = 502) -> Error:
+    return Error(message=message, error_type=kind.value, status=status, transport=True)
 
 
 Event = Union[MessageStart, BlockStart, BlockDelta, BlockStop, Usage, Finish, Error]
@@ -358,16 +376,6 @@ class Response:
     finish: Finish | None = None
     usage: Usage = field(default_factory=Usage)
     error: Error | None = None
-
-
-# Failures the gateway detects in the transport (not errors the upstream reported in its protocol):
-# the stream cannot be trusted past them, and another account may do better.
-TRANSPORT_ERROR_TYPES = frozenset({"upstream_disconnected", "upstream_timeout", "upstream_truncated",
-                                   "malformed_upstream"})
-
-
-def is_transport(event: Event) -> bool:
-    return isinstance(event, Error) and event.error_type in TRANSPORT_ERROR_TYPES
 
 
 class DecodeError(Exception):

@@ -119,7 +119,7 @@ class Tap(ABC):
             if isinstance(e, ir.Finish):
                 self.finished = True
             elif isinstance(e, ir.Error):
-                if e.error_type in ir.TRANSPORT_ERROR_TYPES:
+                if e.transport:
                     self.broken = True
                     return False
                 self.reported_error = e
@@ -134,7 +134,7 @@ class Tap(ABC):
             return b""
         if error is None and (self.finished or self.reported_error is not None):
             return self._terminator()
-        return self._error_ending(error or ir.Error(message=NO_FINISH, error_type="upstream_truncated"))
+        return self._error_ending(error or ir.transport_error(ir.TransportFailure.TRUNCATED, NO_FINISH))
 
     @abstractmethod
     def _forward(self, event: SSEEvent) -> bytes:

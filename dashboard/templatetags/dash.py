@@ -4,7 +4,27 @@ from __future__ import annotations
 
 from django import template
 
+from accounts.outcomes import ErrorClass, Verdict
+
 register = template.Library()
+
+
+@register.filter
+def verdict(value: object) -> str:
+    """An attempt's verdict as the dashboard names it (the attempt trace stores the value)."""
+
+    try:
+        return str(Verdict(value).label)
+    except ValueError:
+        return str(value or "—")
+
+
+@register.filter
+def error_class(value: object) -> str:
+    try:
+        return str(ErrorClass(value).label)
+    except ValueError:
+        return str(value or "—")
 
 
 @register.filter
@@ -44,7 +64,7 @@ def status_class(status: int | None) -> str:
 def redacted(text: str | None) -> str:
     """Stored excerpts and bodies were redacted when written; this is the second lock on the door."""
 
-    from accounts.pool import redact
+    from accounts.redact import redact
 
     return redact(text or "", limit=len(text or ""))
 

@@ -203,47 +203,27 @@ def test_disable_then_enable_actions_open_and_close_one_event(staff: Client) -> 
     assert DisableEvent.objects.get(account=b).ended_at is None
 
 
-def test_test_action_reports_success_and_reenables_an_account_the_pool_disabled(
+@pytest.mark.django_db(transaction=True)
+def test_the_test_action_queues_any_number_of_accounts_and_the_list_shows_each_outcome(
         staff: Client, upstream: ServerThread) -> None:
-    provider = make_provider(upstream.url + "/v1")
-    account = make_account(provider, "a", new_key("probe-"))
-    assert pool.disable_account(account.pk, rule="exhausted", tier="tier3_account_exhausted", status_code=429,
-                                excerpt="rate limited")
-    page = action(staff, "test_accounts", [account])
-    assert "pool/a: OK — account re-enabled" in page
-    account.refresh_from_db()
-    assert account.status == Account.ACTIVE
-    assert DisableEvent.objects.get(account=account).ended_by == "probe"
-    sent = upstream.state.recent[-1]
-    assert sent["path"] == "/v1/chat/completions" and sent["key_suffix"] == account.get_secret()[-4:]
+    from tests.gateway.test_prober import run_prober
 
-
-def test_test_action_never_reenables_an_account_disabled_by_hand(staff: Client, upstream: ServerThread) -> None:
-    provider = make_provider(upstream.url + "/v1")
-    account = make_account(provider, "a", new_key("probe-"))
-    pool.disable_by_hand(account.pk)
-    assert "pool/a: OK — left disabled: it was disabled by hand" in action(staff, "test_accounts", [account])
-    account.refresh_from_db()
-    assert account.status == Account.DISABLED and account.disabled_by_hand
-    assert DisableEvent.objects.get(account=account).ended_at is None
-
-
-def test_test_action_shows_the_upstream_failure_without_the_key(staff: Client, upstream: ServerThread) -> None:
     provider = make_provider(upstream.url + "/v1")
     bad = make_account(provider, "bad", "sk-fail-401-" + secrets.token_hex(8))
-    good = make_account(provider, "good", new_key("probe-"))
-    page = action(staff, "test_accounts", [bad, good])
-    assert re.search(r"pool/bad: HTTP 401 \(auth_invalid\)", page)
-    assert "pool/good: OK" in page
-    assert bad.get_secret() not in page
+    good = [make_account(provider, f"good-{i}", new_key("probe-")) for i in range(30)]  # past the old cap of 20
+    unreachable = make_account(make_provider("http://127.0.0.1:9/v1", "gone"), "a", new_key())
+    page = action(staff, "test_accounts", [bad, *good, unreachable])
+    assert "32 account(s) queued for a test" in page
+    assert "queued" in text_of(staff.get(ACCOUNTS_URL + "?q=bad"))
+    assert run_prober() == 32
+    listing = text_of(staff.get(ACCOUNTS_URL + "?all="))
+    assert re.search(r"HTTP 401 \(auth_invalid\)", listing)
+    assert listing.count("OK (") == 30
+    assert "network failure" in listing
+    assert bad.get_secret() not in listing and not any(g.get_secret() in listing for g in good)
     bad.refresh_from_db()
     assert bad.status == Account.ACTIVE  # a test reports; it does not judge
-
-
-def test_test_action_on_an_unreachable_upstream_reports_a_network_failure(staff: Client) -> None:
-    provider = make_provider("http://127.0.0.1:9/v1")
-    account = make_account(provider, "a", new_key())
-    assert "pool/a: network failure" in action(staff, "test_accounts", [account])
+    assert Account.objects.filter(probe_ok=True).count() == 30
 
 
 # ------------------------------------------------------------------ client keys

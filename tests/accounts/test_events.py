@@ -12,7 +12,9 @@ from django.utils import timezone
 
 from accounts import events, pool
 from accounts.models import Account, DisableEvent, Provider
-from accounts.probe import ProbeOutcome, apply_outcome
+from gateway.probe import ProbeOutcome
+from gateway.prober import record
+from tests.accounts.pools import new_pool, picks
 
 pytestmark = pytest.mark.django_db(transaction=True)  # real commits, so on_commit callbacks really run
 
@@ -99,10 +101,9 @@ def test_the_end_of_a_cooldown_closes_the_event_when_the_account_is_next_picked(
     account = make_account()
     disable(account, cooldown_until=timezone.now() + dt.timedelta(seconds=30))
     published.clear()
-    assert pool.select_account(account.provider_id, [], "lru") is None
+    assert picks(new_pool("memory"), account.provider_id, 1) == [None]
     Account.objects.filter(pk=account.pk).update(cooldown_until=timezone.now() - dt.timedelta(seconds=1))
-    picked = pool.select_account(account.provider_id, [], "lru")
-    assert picked is not None and picked.status == Account.ACTIVE
+    assert picks(new_pool("memory"), account.provider_id, 1) == [account.pk]
     assert DisableEvent.objects.get().ended_by == "cooldown"
     assert published == [("account.enabled", {"account_id": account.pk, "how": "cooldown"})]
 
@@ -110,8 +111,7 @@ def test_the_end_of_a_cooldown_closes_the_event_when_the_account_is_next_picked(
 def test_a_successful_probe_closes_the_event_as_ended_by_probe(published: list[Any]) -> None:
     account = make_account()
     disable(account)
-    account.refresh_from_db()
-    outcome = apply_outcome(account, ProbeOutcome(True, 200, "OK"))
+    outcome = record(account.pk, ProbeOutcome(True, 200, "OK"))
     assert outcome.summary == "OK — account re-enabled"
     assert DisableEvent.objects.get().ended_by == "probe"
     assert published[-1] == ("account.enabled", {"account_id": account.pk, "how": "probe"})

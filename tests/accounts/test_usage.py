@@ -6,10 +6,12 @@ import threading
 from decimal import Decimal
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Account, ApiKey, Provider, RequestLog
+from gateway.app import log_sinks
 from gateway.reqlog import LogRecord, LogWriter
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -43,7 +45,7 @@ def record(provider: Provider, account: Account, key: ApiKey, n: int, model: str
 def write(batch: list[LogRecord]) -> None:
     """One batch exactly as the writer thread writes it (its flush() would drain the global queue too)."""
 
-    LogWriter()._write(batch)
+    LogWriter(sinks=log_sinks(settings))._write(batch)
 
 
 ONE_REQUEST = Decimal("0.000405")  # 800 × 0.25 + 200 × 0.025 + 100 × 2, per million

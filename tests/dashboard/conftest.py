@@ -7,11 +7,13 @@ import uuid
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
 from accounts.models import Account, ApiKey, Provider
+from gateway.app import log_sinks
 from gateway import reqlog
 from tests.e2e.conftest import gateway, mock_upstream, pool  # noqa: F401 - fixtures shared with e2e
 
@@ -69,4 +71,4 @@ def record(account: Account | None = None, *, ago: dt.timedelta = dt.timedelta(0
 def write(records: list[reqlog.LogRecord]) -> None:
     """Through the writer's own batch path (rows, counters and usage buckets), in this thread."""
 
-    reqlog.LogWriter()._write(records)
+    reqlog.LogWriter(sinks=log_sinks(settings))._write(records)

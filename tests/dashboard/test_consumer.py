@@ -12,7 +12,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from accounts import pool
-from accounts.events import GROUP
+from accounts.events import group
 from accounts.models import Provider
 from gateway.asgi import application
 from tests.dashboard.conftest import make_account, record, write
@@ -87,7 +87,7 @@ def test_unknown_event_kinds_are_ignored(staff_client: Client) -> None:
         comm = communicator(staff_client)
         assert (await comm.connect())[0]
         await comm.receive_json_from()
-        await get_channel_layer().group_send(GROUP, {"type": "pool.event", "kind": "mystery", "payload": {}})
+        await get_channel_layer().group_send(group(), {"type": "pool.event", "kind": "mystery", "payload": {}})
         kinds = []
         while not await comm.receive_nothing(timeout=0.3):
             kinds.append((await comm.receive_json_from()).get("kind"))

@@ -99,17 +99,15 @@ def test_sigterm_loses_no_buffered_row_and_bodies_are_logged_redacted(mock_upstr
     assert streamed and all("Hello" in r.response_body and "data:" in r.response_body for r in streamed)
 
 
-@override_settings(GATEWAY_LOG_BODIES=False)
 def test_bodies_are_not_kept_unless_body_logging_is_on() -> None:
-    assert reqlog.capped('{"messages": "hello"}') == ""
+    assert reqlog.LogWriter(body_limit=None).keep_body('{"messages": "hello"}') == ""
 
 
-@override_settings(GATEWAY_LOG_BODIES=True, GATEWAY_LOG_BODY_LIMIT=100)
 def test_kept_bodies_are_capped_and_redacted() -> None:
     body = "Bearer gw-abcdefghijklmnop " + "x" * 500
-    kept = reqlog.capped(body, ["upstream-secret"])
+    kept = reqlog.capped(body, 100, ["upstream-secret"])
     assert kept.startswith("[redacted] ") and len(kept) == 100 and "gw-abc" not in kept
-    assert reqlog.capped("the upstream-secret leaked", ["upstream-secret"]) == "the [redacted] leaked"
+    assert reqlog.capped("the upstream-secret leaked", 100, ["upstream-secret"]) == "the [redacted] leaked"
     # A key-shaped secret straddling the cap is recognised whole, not cut into something unrecognisable.
     straddling = "y" * 96 + "sk-live-0123456789abcdef"  # cut first, "sk-l" would no longer look like a key
-    assert "sk-" not in reqlog.capped(straddling)
+    assert "sk-" not in reqlog.LogWriter(body_limit=100).keep_body(straddling)

@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts import pool
+from accounts.outcomes import Verdict
 from accounts.models import Account, DisableEvent, Provider, RequestLog
 from gateway import reqlog
 from tests.dashboard.conftest import make_account, make_key, record, write
@@ -180,13 +181,13 @@ def test_garbage_cursors_show_the_first_page(staff_client: Client, provider: Pro
 def test_request_detail_shows_the_attempt_trace(staff_client: Client, provider: Provider) -> None:
     a, b = make_account(provider, "first"), make_account(provider, "second")
     rec = record(b, attempts=[
-        reqlog.Attempt(a.pk, "first", 429, "disable", 12, "Rate limit reached for sk-abcdefghijkl", "tier3"),
-        reqlog.Attempt(b.pk, "second", 200, "ok", 80),
+        reqlog.Attempt(a.pk, "first", 429, Verdict.DISABLE, 12, "Rate limit reached for sk-abcdefghijkl", "tier3"),
+        reqlog.Attempt(b.pk, "second", 200, Verdict.OK, 80),
     ], request_body='{"messages": [{"content": "my key is sk-secret-1234567890"}]}', finish_reason="stop")
     write([rec])
     page = text(staff_client.get(reverse("dashboard:request", args=[rec.request_id])))
-    assert "1 first 429 disable tier3 12 ms Rate limit reached for [redacted]" in page
-    assert "2 second 200 ok" in page
+    assert "1 first 429 account disabled, retried tier3 12 ms Rate limit reached for [redacted]" in page
+    assert "2 second 200 answered" in page
     assert "sk-secret-1234567890" not in page and "sk-abcdefghijkl" not in page
     assert "Finish reason stop" in page
 

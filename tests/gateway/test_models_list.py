@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from gateway import models_list
 from gateway.mockupstream.server import ServerThread
+from gateway.models_list import ModelCatalog
 from gateway.state import AliasInfo, ProviderInfo, Snapshot
-from gateway.upstream import upstream
+from gateway.upstream import UpstreamClient
 from translation.ir import UpstreamCaps
 
 
@@ -40,22 +40,25 @@ class Upstream:
 def mock() -> Iterator[Upstream]:
     up = Upstream()
     up.server.start()
-    models_list.clear_cache()
     yield up
-    models_list.clear_cache()
     up.server.stop()
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    now = [1000.0]
-    monkeypatch.setattr(models_list, "_clock", lambda: now[0])
-    return now
+def clock() -> list[float]:
+    return [1000.0]
 
 
-@pytest.fixture(autouse=True)
-def any_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(models_list, "_any_secret", lambda provider_id: "sk-models-list-key")
+@pytest.fixture
+def client() -> UpstreamClient:
+    return UpstreamClient()
+
+
+@pytest.fixture
+def models_list(client: UpstreamClient, clock: list[float]) -> ModelCatalog:
+    """A catalog whose clock the test moves, reading any provider's list with a fixed key."""
+
+    return ModelCatalog(client, ttl=300.0, clock=lambda: clock[0], secret_of=lambda provider_id: "sk-models-list-key")
 
 
 def provider(url: str, pid: int = 1, name: str = "up", served: tuple[str, ...] = ()) -> ProviderInfo:
@@ -65,16 +68,17 @@ def provider(url: str, pid: int = 1, name: str = "up", served: tuple[str, ...] =
                         rules=[])
 
 
-def run(coro: Awaitable[Any]) -> Any:
+def run(coro: Awaitable[Any], client: UpstreamClient) -> Any:
     async def main() -> Any:
         try:
             return await coro
         finally:
-            await upstream.aclose()
-    return asyncio.run(main())  # type: ignore[arg-type]
+            await client.aclose()
+    return asyncio.run(main())
 
 
-def test_a_providers_list_is_fetched_once_per_five_minutes(mock: Upstream, clock: list[float]) -> None:
+def test_a_providers_list_is_fetched_once_per_five_minutes(mock: Upstream, clock: list[float], models_list: ModelCatalog,
+        client: UpstreamClient) -> None:
     p = provider(mock.server.url)
 
     async def scenario() -> list[list[str]]:
@@ -86,22 +90,24 @@ def test_a_providers_list_is_fetched_once_per_five_minutes(mock: Upstream, clock
         seen.append(await models_list.upstream_models(p))
         return seen
 
-    first, cached, refetched = run(scenario())
+    first, cached, refetched = run(scenario(), client)
     assert mock.fetches == 2
     assert "mock-text" in first and first == cached == refetched
 
 
-def test_concurrent_callers_of_a_cold_cache_share_one_fetch(mock: Upstream, clock: list[float]) -> None:
+def test_concurrent_callers_of_a_cold_cache_share_one_fetch(mock: Upstream, clock: list[float], models_list: ModelCatalog,
+        client: UpstreamClient) -> None:
     p = provider(mock.server.url)
 
     async def scenario() -> list[list[str]]:
         return await asyncio.gather(*(models_list.upstream_models(p) for _ in range(10)))
 
-    results = run(scenario())
+    results = run(scenario(), client)
     assert mock.fetches == 1 and all(r == results[0] for r in results)
 
 
-def test_a_failed_fetch_is_retried_after_thirty_seconds_not_five_minutes(mock: Upstream, clock: list[float]) -> None:
+def test_a_failed_fetch_is_retried_after_thirty_seconds_not_five_minutes(mock: Upstream, clock: list[float], models_list: ModelCatalog,
+        client: UpstreamClient) -> None:
     p = provider(mock.server.url)
     mock.failing = True
 
@@ -113,27 +119,28 @@ def test_a_failed_fetch_is_retried_after_thirty_seconds_not_five_minutes(mock: U
         clock[0] += 21
         return failed, still_cached, await models_list.upstream_models(p)
 
-    failed, still_cached, recovered = run(scenario())
+    failed, still_cached, recovered = run(scenario(), client)
     assert failed == still_cached == [] and "mock-text" in recovered
     assert mock.fetches == 2
 
 
-def test_a_repointed_provider_is_fetched_afresh(mock: Upstream, clock: list[float]) -> None:
+def test_a_repointed_provider_is_fetched_afresh(mock: Upstream, clock: list[float], models_list: ModelCatalog,
+        client: UpstreamClient) -> None:
     async def scenario() -> None:
         await models_list.upstream_models(provider(mock.server.url))
         await models_list.upstream_models(provider(mock.server.url.replace("127.0.0.1", "localhost")))
 
-    run(scenario())
+    run(scenario(), client)
     assert mock.fetches == 2
 
 
 def test_the_list_merges_upstream_models_served_models_and_exact_aliases_once_each(
-        mock: Upstream, clock: list[float]) -> None:
+        mock: Upstream, clock: list[float], models_list: ModelCatalog, client: UpstreamClient) -> None:
     a = provider(mock.server.url, 1, "a", served=("mock-text", "house-model"))
     b = provider("http://127.0.0.1:9", 2, "b")  # nothing listens: contributes only its configured names
     snap = Snapshot(providers={1: a, 2: b}, aliases=[
         AliasInfo("fast", False, 2, "mock-text", 0), AliasInfo("claude-*", True, 1, "*", 0)])
-    listing = run(models_list.list_models(snap))
+    listing = run(models_list.list_models(snap), client)
     ids = [m["id"] for m in listing["data"]]
     assert listing["object"] == "list" and ids == sorted(set(ids))
     assert {"mock-text", "mock-tool", "house-model", "fast"} <= set(ids) and "claude-*" not in ids

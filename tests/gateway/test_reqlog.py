@@ -9,10 +9,12 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.conf import settings
 
 from accounts.models import Account, ApiKey, Provider, RequestLog
 from dashboard.models import UsageBucket
 from dashboard.rollup import bucket_of
+from gateway.app import log_sinks
 from gateway.reqlog import Attempt, LogRecord, LogWriter, _attempts_json
 
 PRICES = {"gpt-5-mini": {"input": 0.25, "output": 2, "cached": 0.025}}
@@ -49,7 +51,7 @@ def one_account() -> tuple[Provider, Account, ApiKey]:
 def writer_without_thread(monkeypatch: pytest.MonkeyPatch) -> LogWriter:
     """A writer whose batches go out only when the test flushes: its background thread would race the test."""
 
-    writer = LogWriter()
+    writer = LogWriter(sinks=log_sinks(settings))
     monkeypatch.setattr(writer, "_start", lambda: None)
     return writer
 
@@ -91,7 +93,7 @@ def test_rows_whose_account_provider_or_key_was_deleted_are_kept_with_the_refere
     gone_provider.delete()  # and its account with it
     gone_key.delete()
 
-    LogWriter()._write(batch)
+    LogWriter(sinks=log_sinks(settings))._write(batch)
 
     rows = logged("refs_")
     refs = {rid: (r.provider_id, r.account_id, r.client_key_id) for rid, r in rows.items()}
@@ -120,7 +122,7 @@ def test_attempts_read_back_as_the_dicts_the_request_page_shows() -> None:
     attempts = [Attempt(other.pk, "b", 429, "retry", 12, "Límite de tasa — 速率限制 \"quoted\"\n", "tier3"),
                 Attempt(None, "", None, "network", 0, "connect failed"),
                 Attempt(account.pk, "a", 200, "ok", 80)]
-    LogWriter()._write([record("trace_traced", provider, account, key, attempts=attempts),
+    LogWriter(sinks=log_sinks(settings))._write([record("trace_traced", provider, account, key, attempts=attempts),
                         record("trace_untraced", provider, account, key)])
 
     traced = RequestLog.objects.get(request_id="trace_traced")

@@ -144,7 +144,9 @@ def test_a_client_that_hangs_up_still_gets_its_log_row(gateway: Server, mock_ups
     while rows.count() < len(jobs) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert rows.count() == len(jobs)
-    assert sorted(rows.values_list("error_class", flat=True)) == ["cancelled"] * 3 + ["client_disconnected"] * 3
+    # Left before the answer began (499) or in the middle of the stream (200): both the client's doing.
+    assert sorted(rows.values_list("status", "error_class")) == [(200, "client_disconnected")] * 3 + [
+        (499, "client_disconnected")] * 3
 
 
 def test_a_second_signal_stops_at_once_without_waiting_out_the_grace(mock_upstream: Server) -> None:

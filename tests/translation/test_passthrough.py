@@ -45,7 +45,7 @@ def run_tap(proto: str, events: list[SSEEvent], rewrite: ModelRewrite | None = N
         wire.append(data)
     if error is None:
         decoded.extend(tap.finish())
-        transport = next((e for e in decoded if ir.is_transport(e)), None)
+        transport = next((e for e in decoded if isinstance(e, ir.Error) and e.transport), None)
         wire.append(tap.ending(transport if isinstance(transport, ir.Error) else None))
     else:
         wire.append(tap.ending(error))
@@ -87,7 +87,7 @@ def test_a_malformed_event_is_not_forwarded_and_the_stream_ends_there(proto: str
     received = events_of(wire)
     assert not any(e.data == "{not json" for e in received)
     assert [(e.event, e.data) for e in received[:3]] == [(e.event, e.data) for e in sent[:3]]
-    assert any(ir.is_transport(e) for e in decoded)
+    assert any(isinstance(e, ir.Error) and e.transport for e in decoded)
     assert readback(proto).summary_from_stream(wire).error is not None
     assert len(received) <= 3 + 6  # nothing of the upstream after the bad event, only the ending
 

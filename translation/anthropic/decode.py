@@ -73,7 +73,7 @@ class AnthropicStreamDecoder:
         try:
             self._dispatch(self._payload(event), out)
         except _Malformed as exc:
-            self._end(out, ir.Error(message=str(exc), error_type="malformed_upstream", status=502))
+            self._end(out, ir.transport_error(ir.TransportFailure.MALFORMED, str(exc)))
         return out
 
     def finish(self) -> list[ir.Event]:
@@ -84,8 +84,8 @@ class AnthropicStreamDecoder:
             self._close_open(out)
             self._done = True
             return out
-        self._end(out, ir.Error(message="upstream stream ended before completion",
-                                error_type="upstream_truncated", status=502))
+        self._end(out, ir.transport_error(ir.TransportFailure.TRUNCATED,
+                                              "upstream stream ended before completion"))
         return out
 
     # ------------------------------------------------------------- dispatch

@@ -231,7 +231,7 @@ class ChatStreamDecoder:
         """Input is over: the held finish reason, or truncation."""
 
         if self._finish is None:
-            self._fail(out, ir.Error(message=TRUNCATED, error_type="upstream_truncated", status=502))
+            self._fail(out, ir.transport_error(ir.TransportFailure.TRUNCATED, TRUNCATED))
             return
         self._close(out)
         if self._refused:
@@ -245,7 +245,7 @@ class ChatStreamDecoder:
         self._done = True
 
     def _malformed(self, out: list[ir.Event], message: str) -> None:
-        self._fail(out, ir.Error(message=message, error_type="malformed_upstream", status=502))
+        self._fail(out, ir.transport_error(ir.TransportFailure.MALFORMED, message))
 
 
 def _text(value: Any, field: str) -> str:

@@ -131,8 +131,8 @@ class ResponsesStreamDecoder:
         out: list[ir.Event] = []
         if not self._started:
             out.append(self._message_start(None, {}))
-        self._end(out, ir.Error(message="upstream stream ended before completion",
-                                error_type="upstream_truncated", status=502))
+        self._end(out, ir.transport_error(ir.TransportFailure.TRUNCATED,
+                                              "upstream stream ended before completion"))
         return out
 
     # ------------------------------------------------------------ dispatch
@@ -418,7 +418,7 @@ class ResponsesStreamDecoder:
     def _fail(self, out: list[ir.Event], message: str) -> list[ir.Event]:
         if not self._started:
             out.append(self._message_start(None, {}))
-        self._end(out, ir.Error(message=message, error_type="malformed_upstream", status=502))
+        self._end(out, ir.transport_error(ir.TransportFailure.MALFORMED, message))
         return out
 
 

@@ -53,8 +53,8 @@ class ResponsesTap(Tap):
 
     def _terminator(self) -> bytes:
         # Finished without its terminal event, or an `error` event with nothing after it.
-        return self._error_ending(self.reported_error or ir.Error("upstream stream ended before completion",
-                                                          error_type="upstream_truncated"))
+        return self._error_ending(self.reported_error or ir.transport_error(
+            ir.TransportFailure.TRUNCATED, "upstream stream ended before completion"))
 
     def _error_ending(self, error: ir.Error) -> bytes:
         self._terminal = True

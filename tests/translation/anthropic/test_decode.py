@@ -248,13 +248,11 @@ def test_error_before_message_start_still_starts_with_message_start() -> None:
 
 def test_stream_ending_without_message_stop_is_truncated_after_closing_the_block() -> None:
     out = run(ev(START), block_start(0, {"type": "text", "text": ""}), delta(0, {"type": "text_delta", "text": "x"}))
-    assert out[-2:] == [ir.BlockStop(0), ir.Error(message="upstream stream ended before completion",
-                                                  error_type="upstream_truncated", status=502)]
+    assert out[-2:] == [ir.BlockStop(0), ir.transport_error(ir.TransportFailure.TRUNCATED, "upstream stream ended before completion")]
 
 
 def test_empty_stream_is_truncated() -> None:
-    assert run() == [ir.MessageStart(), ir.Error(message="upstream stream ended before completion",
-                                                 error_type="upstream_truncated", status=502)]
+    assert run() == [ir.MessageStart(), ir.transport_error(ir.TransportFailure.TRUNCATED, "upstream stream ended before completion")]
 
 
 def test_half_received_server_block_is_not_emitted_on_truncation() -> None:

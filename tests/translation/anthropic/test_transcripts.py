@@ -31,8 +31,7 @@ def test_overloaded_error_mid_stream_then_connection_close() -> None:
 
 def test_truncated_stream_closes_the_open_tool_call_and_reports_truncation() -> None:
     events = decode(fixture("truncated.sse"))
-    assert events[-2:] == [ir.BlockStop(1), ir.Error(message="upstream stream ended before completion",
-                                                     error_type="upstream_truncated", status=502)]
+    assert events[-2:] == [ir.BlockStop(1), ir.transport_error(ir.TransportFailure.TRUNCATED, "upstream stream ended before completion")]
     resp = fold.fold(events)
     assert resp.blocks[1].id == "toolu_01HandMadeTruncated1" and resp.blocks[1].text == '{"query": "wea'
     assert resp.usage == ir.Usage(input_tokens=430, cached_tokens=120, cache_creation_tokens=0)

@@ -247,8 +247,7 @@ def test_content_as_text_parts_is_accepted() -> None:
 
 def test_end_without_finish_reason_is_truncation_after_closing_the_block() -> None:
     events = decode_chunks(chunk({"content": "half"}), done=False)
-    assert events[-2:] == [ir.BlockStop(0), ir.Error(message="upstream stream ended before completion",
-                                                     error_type="upstream_truncated", status=502)]
+    assert events[-2:] == [ir.BlockStop(0), ir.transport_error(ir.TransportFailure.TRUNCATED, "upstream stream ended before completion")]
 
 
 def test_done_without_finish_reason_is_also_truncation() -> None:
@@ -258,8 +257,7 @@ def test_done_without_finish_reason_is_also_truncation() -> None:
 
 def test_empty_stream_still_starts_then_reports_truncation() -> None:
     events = stream_decoder().finish()
-    assert events == [ir.MessageStart(), ir.Error(message="upstream stream ended before completion",
-                                                  error_type="upstream_truncated", status=502)]
+    assert events == [ir.MessageStart(), ir.transport_error(ir.TransportFailure.TRUNCATED, "upstream stream ended before completion")]
 
 
 def test_finish_without_done_is_a_normal_end() -> None:

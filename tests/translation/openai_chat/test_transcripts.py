@@ -75,8 +75,7 @@ def test_error_chunk_mid_stream() -> None:
 
 def test_truncated() -> None:
     events, resp = replay("truncated")
-    assert events[-2:] == [ir.BlockStop(0), ir.Error(message="upstream stream ended before completion",
-                                                     error_type="upstream_truncated", status=502)]
+    assert events[-2:] == [ir.BlockStop(0), ir.transport_error(ir.TransportFailure.TRUNCATED, "upstream stream ended before completion")]
     assert resp.blocks[0].text == "The first half of an answ"
 
 

@@ -216,8 +216,7 @@ def test_done_events_for_a_closed_block_that_add_nothing_are_fine():
 
 def test_truncated_stream_closes_the_block_and_errors():
     events, _ = run(created(), added(0, MSG), text_delta(0, "Once"))
-    assert events[-2:] == [ir.BlockStop(0), ir.Error(message="upstream stream ended before completion",
-                                                     error_type="upstream_truncated", status=502)]
+    assert events[-2:] == [ir.BlockStop(0), ir.transport_error(ir.TransportFailure.TRUNCATED, "upstream stream ended before completion")]
 
 
 def test_empty_stream_still_starts_with_message_start():

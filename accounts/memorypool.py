@@ -7,32 +7,32 @@ other write had just invalidated, queued behind the request-log writer's
 transaction); picking here costs microseconds and no thread.
 
 The database stays the record. State changes (disable, cool-down, enable) are
-written there by :mod:`accounts.pool` first and applied here at once; the
-rotation's last-used stamps are written in batches, with the request log's
-(``gateway.reqlog``) and before every re-read; everything is re-read every
-``GATEWAY_POOL_TTL`` seconds, in the background, so what another process
-changes (an admin in a second process, ``loadconfig``) is seen within that.
-A TTL of 0 re-reads before every pick (the tests' setting: they change the pool
-from outside between requests).
+written there by :mod:`accounts.pool` first and applied here at once (its
+``state_changed`` signal); the rotation's last-used stamps are written in
+batches, before every re-read and when the pool is closed; everything is re-read
+every ``ttl`` seconds (``GATEWAY_POOL_TTL``), in the background, so what another
+process changes (an admin in a second process, ``loadconfig``) is seen within
+that. A TTL of 0 re-reads before every pick (the tests' setting: they change the
+pool from outside between requests).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import itertools
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
-from asgiref.sync import sync_to_async
-from django.conf import settings
-from django.core.signals import setting_changed
 from django.db import connection, transaction
-from django.dispatch import receiver
 from django.utils import timezone
 
+from . import pickorder
+from .db import hop
 from .models import Account
+from .pool import end_cooldown
 from .refresh import Refresh
 
 _ONE_US = dt.timedelta(microseconds=1)
@@ -49,10 +49,6 @@ class Slot:
     balance: Decimal | None
     last_used: dt.datetime | None
 
-    def usable(self, now: dt.datetime) -> bool:
-        return self.status == Account.ACTIVE or (
-            self.status == Account.COOLING and self.cooldown_until is not None and self.cooldown_until <= now)
-
 
 @dataclass
 class _Change:
@@ -61,8 +57,9 @@ class _Change:
     cooldown_until: dt.datetime | None
 
 
-class LocalPool:
-    def __init__(self) -> None:
+class MemoryPool:
+    def __init__(self, ttl: float) -> None:
+        self._ttl = ttl
         self._slots: dict[int, list[Slot]] = {}  # by provider id, each list in id order
         self._refresh = Refresh(self._reread, "account pool")
         self._last_stamp = _NEVER
@@ -73,15 +70,17 @@ class LocalPool:
 
     # ----------------------------------------------------------------- picking
 
-    async def select(self, provider_id: int, exclude: list[int], strategy: str) -> Account | None:
-        await self._refresh.ensure(_ttl())
+    async def pick(self, provider_id: int, exclude: Sequence[int], strategy: str) -> Account | None:
+        await self._refresh.ensure(self._ttl)
         now = timezone.now()
         best: Slot | None = None
+        best_key: tuple[Any, ...] = ()
         for slot in self._slots.get(provider_id, ()):
-            if slot.account.pk in exclude or not slot.usable(now):
+            if slot.account.pk in exclude or not pickorder.usable(slot.status, slot.cooldown_until, now):
                 continue
-            if best is None or _before(slot, best, strategy):
-                best = slot
+            key = pickorder.sort_key(strategy, slot.balance, slot.last_used, slot.account.pk)
+            if best is None or key < best_key:
+                best, best_key = slot, key
         if best is None:
             return None
         # Strictly increasing stamps: two picks in one clock tick still rotate.
@@ -90,15 +89,13 @@ class LocalPool:
         with self._lock:
             self._stamps[best.account.pk] = stamp
         if best.status == Account.COOLING:
-            from . import pool
-
             best.status, best.cooldown_until = Account.ACTIVE, None
-            await sync_to_async(pool.end_cooldown, thread_sensitive=False)(best.account, now)
+            await hop(end_cooldown, best.account, now)
         return best.account
 
     async def _reread(self) -> None:
         started = next(self._generation)
-        slots = await sync_to_async(self._load, thread_sensitive=False)()
+        slots = await hop(self._load)
         with self._lock:
             # A change applied while the rows were read may be missing from them: apply it again.
             for pk, change in list(self._changes.items()):
@@ -117,13 +114,13 @@ class LocalPool:
         self._slots = by_provider
 
     def _load(self) -> dict[int, Slot]:
-        self.write_stamps()
+        self.flush()
         accounts = Account.objects.filter(provider__enabled=True).order_by("id")
         return {a.pk: Slot(a, a.status, a.cooldown_until, a.balance, a.last_used_at) for a in accounts}
 
     # ----------------------------------------------------------------- the record
 
-    def write_stamps(self) -> None:
+    def flush(self) -> None:
         """Write the picks' last-used stamps (one statement for all); kept for the next try on failure."""
 
         with self._lock:
@@ -144,11 +141,13 @@ class LocalPool:
                         self._stamps[pk] = stamp
             raise
 
-    def apply(self, account_id: int, status: str, cooldown_until: dt.datetime | None = None) -> None:
-        """A state change the database has just recorded: picks see it from now on."""
+    async def aclose(self) -> None:
+        await hop(self.flush)
 
+    def on_state_change(self, sender: Any, account_id: int, status: str,
+                        cooldown_until: dt.datetime | None = None, **kwargs: Any) -> None:
         if self._refresh.loaded_at is None and not self._slots:
-            return  # not in use in this process (PostgreSQL, or nothing picked yet)
+            return  # nothing picked yet: the first read will see the change
         with self._lock:
             self._changes[account_id] = _Change(next(self._generation), status, cooldown_until)
         for slots in self._slots.values():
@@ -157,36 +156,5 @@ class LocalPool:
                     slot.status, slot.cooldown_until = status, cooldown_until
                     return
 
-    def invalidate(self) -> None:
-        """Accounts were added, removed or edited here: re-read before the next pick."""
-
+    def invalidate(self, **kwargs: Any) -> None:
         self._refresh.invalidate()
-
-
-@functools.cache
-def _ttl() -> float:
-    # Read once (a settings lookup per pick showed in the profile); override_settings clears it.
-    return float(settings.GATEWAY_POOL_TTL)
-
-
-@receiver(setting_changed)
-def _setting_changed(setting: str, **kwargs: object) -> None:
-    if setting == "GATEWAY_POOL_TTL":
-        _ttl.cache_clear()
-
-
-def _before(a: Slot, b: Slot, strategy: str) -> bool:
-    """Whether ``a`` is picked before ``b``: the order of the database pick (balance first, then LRU, then id)."""
-
-    if strategy == "balance" and a.balance != b.balance:
-        if a.balance is None or b.balance is None:
-            return b.balance is None
-        return a.balance > b.balance
-    if a.last_used != b.last_used:
-        if a.last_used is None or b.last_used is None:
-            return a.last_used is None
-        return a.last_used < b.last_used
-    return a.account.pk < b.account.pk
-
-
-local_pool = LocalPool()

@@ -1,13 +1,15 @@
-"""PostgreSQL picks on the event loop: a few async connections, no worker thread.
+"""The account pool of a PostgreSQL deployment: one round trip per pick, on the event loop.
 
-The pick is one call of ``accounts_pick_account`` (migration 0003), which keeps
-least-recently-used exact across processes. Made through Django it cost a
-worker-thread hop (a ``concurrent.futures`` future, a condition variable, two
-GIL hand-overs) and a raw queryset per request: in the profile of one gateway
-process on PostgreSQL at c=16, the pick and its hop were a fifth of the
-process's Python time. Here it is one awaited query on a connection of this
-event loop. Any failure of these connections falls back to the Django path
-(``pool.select_account``), which is also what tests and sync callers use.
+The pick is one call of ``accounts_pick_account`` (:data:`accounts.pickorder.PG_FUNCTION`),
+which keeps least-recently-used exact across processes. Made through Django it
+cost a worker-thread hop (a ``concurrent.futures`` future, a condition variable,
+two GIL hand-overs) and a raw queryset per request: in the profile of one gateway
+process on PostgreSQL at c=16, the pick and its hop were a fifth of the process's
+Python time. Here it is one awaited query on a connection of this event loop.
+
+A connection that fails is thrown away; the pick is tried once more on a new
+one (the database restarted: its old connections are all dead), and past that
+:class:`accounts.pool.PoolUnavailable` is raised.
 """
 
 from __future__ import annotations
@@ -16,36 +18,89 @@ import asyncio
 import datetime as dt
 import logging
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import connections
+from django.utils import timezone
 
+from .db import hop
 from .models import Account
+from .pickorder import PG_ANY_USABLE
+from .pool import PoolUnavailable, end_cooldown
 
 log = logging.getLogger(__name__)
 
 CONNECTIONS = 4  # per event loop: picks are short; more would only queue inside PostgreSQL's lock
 
 PICK = "SELECT * FROM accounts_pick_account(%s, %s::bigint[], %s, %s)"
-USABLE = """
-SELECT EXISTS (SELECT 1 FROM accounts_account
-               WHERE provider_id = %s AND NOT (id = ANY(%s::bigint[]))
-                 AND (status = 'active' OR (status = 'cooling' AND cooldown_until <= %s)))
-"""
 
 
-class AsyncPicker:
-    def __init__(self) -> None:
-        self._pools: dict[int, tuple[asyncio.AbstractEventLoop, _Pool]] = {}
+class PgPool:
+    def __init__(self, connections: int = CONNECTIONS) -> None:
+        self._size = connections
+        self._pools: dict[int, tuple[asyncio.AbstractEventLoop, _Connections]] = {}
 
-    def _pool(self) -> _Pool:
+    def _connections(self) -> _Connections:
         loop = asyncio.get_running_loop()
         entry = self._pools.get(id(loop))
         if entry is None or entry[0] is not loop:
             # Connections of a loop that has ended can no longer be closed from here: let them go.
             self._pools = {k: v for k, v in self._pools.items() if not v[0].is_closed()}
-            entry = self._pools[id(loop)] = (loop, _Pool())
+            entry = self._pools[id(loop)] = (loop, _Connections(self._size))
         return entry[1]
+
+    async def pick(self, provider_id: int, exclude: Sequence[int], strategy: str) -> Account | None:
+        now = timezone.now()
+        try:
+            account = await self._pick(provider_id, list(exclude), strategy, now)
+        except _ConnectionFailed as first:
+            log.warning("pool pick failed (%s); trying a new connection", first.__cause__)
+            try:
+                account = await self._pick(provider_id, list(exclude), strategy, now)
+            except _ConnectionFailed as exc:
+                raise PoolUnavailable(str(exc.__cause__)) from exc.__cause__
+        if account is not None and account.status == Account.COOLING:
+            await hop(end_cooldown, account, now)
+        return account
+
+    async def _pick(self, provider_id: int, exclude: list[int], strategy: str, now: dt.datetime) -> Account | None:
+        pool = self._connections()
+        try:
+            conn = await pool.get()
+        except Exception as exc:
+            raise _ConnectionFailed from exc
+        try:
+            for _ in range(3):
+                cur = await conn.execute(PICK, (provider_id, exclude, strategy, now))
+                row = await cur.fetchone()
+                if row is not None:
+                    return _account(cur.description or (), row)
+                # Empty: nothing usable, or the chosen account was disabled while this pick waited for it.
+                cur = await conn.execute(PG_ANY_USABLE, (provider_id, exclude, now))
+                usable = await cur.fetchone()
+                if not (usable and usable[0]):
+                    return None
+            return None
+        except BaseException as exc:
+            await pool.discard(conn)
+            conn = None
+            if isinstance(exc, Exception):
+                raise _ConnectionFailed from exc
+            raise
+        finally:
+            if conn is not None:
+                pool.put(conn)
+
+    def on_state_change(self, sender: Any, account_id: int, status: str,
+                        cooldown_until: dt.datetime | None = None, **kwargs: Any) -> None:
+        """Every pick reads the database: nothing to apply."""
+
+    def invalidate(self, **kwargs: Any) -> None:
+        """Every pick reads the database: nothing to forget."""
+
+    def flush(self) -> None:
+        """Picks stamp the database themselves: nothing held back."""
 
     async def aclose(self) -> None:
         """Close this event loop's connections (the gateway stopping, a test ending)."""
@@ -54,36 +109,16 @@ class AsyncPicker:
         if entry is not None:
             await entry[1].aclose()
 
-    async def pick(self, provider_id: int, exclude: list[int], strategy: str, now: dt.datetime) -> Account | None:
-        """The chosen account, stamped, or None when none is usable (raises on a database failure)."""
 
-        pool = self._pool()
-        conn = await pool.get()
-        try:
-            for _ in range(3):
-                cur = await conn.execute(PICK, (provider_id, exclude, strategy, now))
-                row = await cur.fetchone()
-                if row is not None:
-                    return _account(cur.description or (), row)
-                # Empty: nothing usable, or the chosen account was disabled while this pick waited for it.
-                cur = await conn.execute(USABLE, (provider_id, exclude, now))
-                usable = await cur.fetchone()
-                if not (usable and usable[0]):
-                    return None
-            return None
-        except BaseException:
-            await pool.discard(conn)
-            conn = None
-            raise
-        finally:
-            if conn is not None:
-                pool.put(conn)
+class _ConnectionFailed(Exception):
+    pass
 
 
-class _Pool:
-    """At most CONNECTIONS connections; a caller waits for one handed back (or for a free slot)."""
+class _Connections:
+    """At most ``size`` connections; a caller waits for one handed back (or for a free slot)."""
 
-    def __init__(self) -> None:
+    def __init__(self, size: int) -> None:
+        self._size = size
         self._idle: list[Any] = []
         self._open = 0
         self._waiters: deque[asyncio.Future[Any]] = deque()
@@ -91,7 +126,7 @@ class _Pool:
     async def get(self) -> Any:
         if self._idle:
             return self._idle.pop()
-        if self._open >= CONNECTIONS:
+        if self._open >= self._size:
             waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
             try:
@@ -155,9 +190,7 @@ async def _connect() -> Any:
     params = connections["default"].get_connection_params()
     for django_only in ("cursor_factory", "context"):
         params.pop(django_only, None)
+    params.setdefault("connect_timeout", 5)  # a database that is down must not hold a pick for minutes
     conn = await psycopg.AsyncConnection.connect(**params, autocommit=True)
     await conn.execute("SET TIME ZONE 'UTC'")
     return conn
-
-
-picker = AsyncPicker()

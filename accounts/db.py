@@ -1,0 +1,64 @@
+"""Every database hop from async code: a worker thread, with Django's connection lifecycle around it.
+
+Django checks its connections at the start and the end of each request
+(``close_old_connections`` on ``request_started`` / ``request_finished``): one
+that broke (the database restarted) or outlived ``CONN_MAX_AGE`` is closed, and
+the next query opens a fresh one. The API paths run no such signals (see
+``gateway.api_handler``), and their database work happens on worker threads that
+each keep their own connection, so without this a thread went on using a dead
+connection after a PostgreSQL restart: wrong keys got 500 instead of 401 and
+``/readyz`` stayed unavailable until the process was restarted. Each hop is
+therefore one short "request" of its own: connections are checked before it
+(with ``CONN_HEALTH_CHECKS``, a reused one is pinged first) and closed after it
+when an error left them unusable or they are too old.
+
+The request-log writer's thread (``gateway.reqlog``) does the same around each
+batch with :func:`checked_connections`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import ParamSpec, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.db import connections
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def close_stale_connections() -> None:
+    """Django's ``close_old_connections``, except for a connection inside a transaction (which
+    is not this hop's to end: a caller's ``atomic`` block, a test's)."""
+
+    for conn in connections.all(initialized_only=True):
+        if not conn.in_atomic_block:
+            conn.close_if_unusable_or_obsolete()
+
+
+@contextlib.contextmanager
+def checked_connections() -> Iterator[None]:
+    close_stale_connections()
+    try:
+        yield
+    finally:
+        close_stale_connections()
+
+
+def _checked(fn: Callable[P, R]) -> Callable[P, R]:
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        with checked_connections():
+            return fn(*args, **kwargs)
+
+    return call
+
+
+async def hop(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """``fn(*args, **kwargs)`` on a worker thread, its connections checked before and after.
+
+    Not thread-sensitive: hops run concurrently, each on the connection of its own thread.
+    """
+
+    return await sync_to_async(_checked(fn), thread_sensitive=False)(*args, **kwargs)

@@ -1,0 +1,60 @@
+"""The one vocabulary of how an attempt and a request ended, as stored in the request log.
+
+An attempt's verdict (``Attempt.verdict`` in the log's attempt trace) and a
+request's error class (``RequestLog.error_class``) were free strings minted where
+they happened; they are these enums now, with labels the dashboard shows.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class Verdict(models.TextChoices):
+    """What became of one attempt on one account. A classification rule chooses one of
+    RETURN, RETRY and DISABLE; the dispatch loop sets the others."""
+
+    OK = "ok", "answered"
+    RETURN = "return", "error returned to the client"
+    RETRY = "retry", "retried on the next account"
+    DISABLE = "disable", "account disabled, retried"
+    NETWORK = "network", "network failure, retried"
+    MALFORMED = "malformed", "malformed answer, retried"
+
+
+RULE_ACTIONS = (Verdict.RETURN, Verdict.RETRY, Verdict.DISABLE)
+
+
+class ErrorClass(models.TextChoices):
+    """Why a request did not end well ("" when it did)."""
+
+    NONE = "", "—"
+    INVALID_REQUEST = "invalid_request", "invalid request"
+    AUTHENTICATION = "authentication_failed", "authentication failed"
+    PERMISSION = "permission_denied", "model not allowed for the key"
+    MODEL_NOT_FOUND = "model_not_found", "model not found"
+    PAYLOAD_TOO_LARGE = "payload_too_large", "request too large"
+    RATE_LIMITED = "rate_limited", "rate limited"
+    NO_ACCOUNTS = "no_accounts", "no usable account"
+    UNAVAILABLE = "unavailable", "gateway dependency unavailable"
+    UPSTREAM_UNREACHABLE = "upstream_unreachable", "upstream unreachable"
+    UPSTREAM_ERROR = "upstream_error", "upstream error"
+    UPSTREAM_DISCONNECTED = "upstream_disconnected", "upstream disconnected"
+    UPSTREAM_TIMEOUT = "upstream_timeout", "upstream timed out"
+    UPSTREAM_TRUNCATED = "upstream_truncated", "upstream stream truncated"
+    UPSTREAM_MALFORMED = "malformed_upstream", "malformed upstream answer"
+    CLIENT_DISCONNECTED = "client_disconnected", "client disconnected"
+    SHUTTING_DOWN = "shutting_down", "gateway shutting down"
+    INTERNAL = "internal_error", "gateway failure"
+
+    @classmethod
+    def of_stream_error(cls, error_type: str, transport: bool) -> ErrorClass:
+        """The class of an error that ended a stream: the transport failure it names, else an
+        error the upstream reported."""
+
+        if transport:
+            try:
+                return cls(error_type)
+            except ValueError:
+                return cls.UPSTREAM_ERROR
+        return cls.UPSTREAM_ERROR

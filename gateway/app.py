@@ -1,0 +1,122 @@
+"""The app object: everything process-wide that the request path uses, built once and handed on.
+
+``gateway.asgi`` builds one :class:`Gateway` from Django's settings; the edge
+hands it to each view, and the views hand the pieces an exchange needs (the
+pool, the upstream client, the log writer, the options) to the dispatch loop.
+Nothing on the request path is a module singleton, so a test builds its own app
+with fakes (``Gateway(options, pool=FakePool(), upstream=FakeUpstream())``).
+
+Background work (the account prober) starts with the first connection the
+server hands the app, on the server's event loop: neither uvicorn (lifespan off)
+nor Daphne tells the app when it starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from django.db.models.signals import post_delete, post_save
+from django.utils.module_loading import import_string
+
+from accounts import pool as pool_state
+from accounts.db import hop
+from accounts.models import Account, Provider
+
+from .models_list import ModelCatalog
+from .options import Options
+from .prober import Prober
+from .ratelimit import Limits
+from .relay import OpenStreams
+from .reqlog import LogWriter, Sink
+from .routes import RouteTable, api_routes
+from .state import SnapshotCache
+from .upstream import UpstreamClient
+
+log = logging.getLogger(__name__)
+
+
+def make_pool(options: Options) -> pool_state.Pool:
+    """The pool of the deployment's database (``accounts.pool`` says why there are two)."""
+
+    if options.database_vendor == "postgresql":
+        from accounts.pgpool import PgPool
+
+        return PgPool()
+    from accounts.memorypool import MemoryPool
+
+    return MemoryPool(options.pool_ttl)
+
+
+class Gateway:
+    def __init__(self, options: Options, *, routes: RouteTable | None = None,
+                 upstream: UpstreamClient | None = None, pool: pool_state.Pool | None = None,
+                 limits: Limits | None = None, log_writer: LogWriter | None = None,
+                 config: SnapshotCache | None = None, sinks: Sequence[Sink] = ()) -> None:
+        self.options = options
+        self.routes = routes or api_routes()
+        self.upstream = upstream or UpstreamClient(options.upstream_max_connections)
+        self.pool = pool or make_pool(options)
+        self.limits = limits or Limits(options.redis_url, options.token_usage_ttl)
+        self.log = log_writer or LogWriter(options.log_batch_seconds, sinks,
+                                           options.log_body_limit if options.log_bodies else None)
+        self.config = config or SnapshotCache(options.config_ttl)
+        self.models = ModelCatalog(self.upstream, options.models_cache_ttl)
+        self.streams = OpenStreams()
+        self.prober = Prober(self.config, self.upstream, options.probe_interval)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._started = False
+
+    def connect_signals(self) -> None:
+        """Let this app's pool hear of state changes and edits made in this process (weakly held)."""
+
+        pool_state.state_changed.connect(self.pool.on_state_change)
+        for model in (Account, Provider):
+            post_save.connect(self.pool.invalidate, sender=model)
+            post_delete.connect(self.pool.invalidate, sender=model)
+
+    def start(self) -> None:
+        """Start the background work on the running loop (once; later calls return at once)."""
+
+        if self._started:
+            return
+        self._started = True
+        self._tasks.append(asyncio.get_running_loop().create_task(self.prober.run(), name="account-prober"))
+
+    def flush(self) -> None:
+        """Write what is held back in memory (log rows, pool stamps): at exit, or from a thread."""
+
+        for what, flush in (("request log", self.log.flush), ("account pool", self.pool.flush)):
+            try:
+                flush()
+            except Exception:  # noqa: BLE001 - at exit there is nobody left to tell but the log
+                log.exception("%s could not be flushed", what)
+
+    async def aclose(self) -> None:
+        """The gateway is stopping: background work ends, held-back writes are made, connections close."""
+
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        await hop(self.flush)
+        await self.upstream.aclose()
+        await self.pool.aclose()
+
+
+def log_sinks(settings: Any) -> list[Sink]:
+    """What the request-log writer feeds each batch to (``GATEWAY_LOG_SINKS``: the dashboard's rollup)."""
+
+    return [import_string(path) for path in settings.GATEWAY_LOG_SINKS]
+
+
+def build(settings: Any) -> Gateway:
+    """The process's app, from Django's settings; flushed at interpreter exit."""
+
+    gw = Gateway(Options.from_settings(settings), sinks=log_sinks(settings))
+    gw.connect_signals()
+    atexit.register(gw.flush)
+    return gw

@@ -1,0 +1,60 @@
+"""The gateway's settings, read once into a frozen snapshot that the app object hands out.
+
+Django's ``settings`` are read when the app is built (``gateway.asgi``), not by
+modules at import time or per request: a settings lookup per request showed in
+the profile, and a value read at import time could not be changed by a test
+that builds its own app.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Options:
+    max_body_bytes: int = 32 * 1024 * 1024
+    max_head_bytes: int = 64 * 1024
+    head_timeout: float = 30.0
+    keepalive_seconds: float = 10.0
+    max_attempts: int = 10
+    config_ttl: float = 2.0
+    pool_ttl: float = 1.0
+    log_batch_seconds: float = 1.0
+    log_bodies: bool = False
+    log_body_limit: int = 16384
+    upstream_max_connections: int = 4096
+    models_cache_ttl: float = 300.0
+    token_usage_ttl: float = 5.0
+    shutdown_grace: float = 10.0
+    probe_interval: float = 5.0
+    redis_url: str = ""
+    database_vendor: str = "sqlite"  # "sqlite" | "postgresql": which pool the app builds
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> Options:
+        engine = settings.DATABASES["default"]["ENGINE"]
+        return cls(
+            max_body_bytes=settings.GATEWAY_MAX_BODY_BYTES,
+            max_head_bytes=settings.GATEWAY_MAX_HEAD_BYTES,
+            head_timeout=settings.GATEWAY_HEAD_TIMEOUT,
+            keepalive_seconds=settings.GATEWAY_KEEPALIVE_SECONDS,
+            max_attempts=settings.GATEWAY_MAX_ATTEMPTS,
+            config_ttl=settings.GATEWAY_CONFIG_TTL,
+            pool_ttl=settings.GATEWAY_POOL_TTL,
+            log_batch_seconds=settings.GATEWAY_LOG_BATCH_SECONDS,
+            log_bodies=settings.GATEWAY_LOG_BODIES,
+            log_body_limit=settings.GATEWAY_LOG_BODY_LIMIT,
+            upstream_max_connections=settings.GATEWAY_UPSTREAM_MAX_CONNECTIONS,
+            models_cache_ttl=settings.GATEWAY_MODELS_CACHE_TTL,
+            token_usage_ttl=settings.GATEWAY_TOKEN_USAGE_TTL,
+            shutdown_grace=settings.GATEWAY_SHUTDOWN_GRACE,
+            probe_interval=settings.GATEWAY_PROBE_INTERVAL,
+            redis_url=settings.REDIS_URL,
+            database_vendor="postgresql" if engine.endswith("postgresql") else "sqlite",
+        )
+
+    def replace(self, **changes: Any) -> Options:
+        return dataclasses.replace(self, **changes)

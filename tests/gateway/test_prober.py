@@ -1,0 +1,150 @@
+"""The admin's Test action, run in the background: any number of accounts, each tested once by one
+process, through the gateway's own upstream client, on every upstream protocol."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from accounts import pool
+from accounts.models import Account, DisableEvent, ModelAlias, Provider
+from gateway.mockupstream.server import ServerThread
+from gateway.prober import BATCH, Prober, claim, probe_model
+from gateway.state import SnapshotCache
+from gateway.upstream import UpstreamClient
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PROTOCOLS = ["openai_chat", "anthropic", "responses"]
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[ServerThread]:
+    with ServerThread() as server:
+        yield server
+
+
+def account(upstream: ServerThread, protocol: str, key: str, label: str = "a") -> Account:
+    provider, _ = Provider.objects.get_or_create(name=f"p-{protocol}", defaults={
+        "protocol": protocol, "base_url": upstream.url + "/v1", "served_models": ["mock-text"]})
+    acc = Account(provider=provider, label=label)
+    acc.set_secret(key)
+    acc.save()
+    return acc
+
+
+def request_tests(*accounts: Account) -> None:
+    from django.utils import timezone
+
+    Account.objects.filter(pk__in=[a.pk for a in accounts]).update(probe_requested_at=timezone.now())
+
+
+def run_prober() -> int:
+    """One process's prober, once through everything requested."""
+
+    client = UpstreamClient()
+    prober = Prober(SnapshotCache(ttl=0), client, interval=0)
+
+    async def work() -> int:
+        try:
+            total = 0
+            while ran := await prober.run_once():
+                total += ran
+            return total
+        finally:
+            await client.aclose()
+
+    return asyncio.run(work())
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_good_account_answers_ok_on_every_protocol(upstream: ServerThread, protocol: str) -> None:
+    acc = account(upstream, protocol, "sk-probe-good-1234")
+    request_tests(acc)
+    assert run_prober() == 1
+    acc.refresh_from_db()
+    assert (acc.probe_ok, acc.probe_summary, acc.probe_requested_at) == (True, "OK", None)
+    assert acc.probed_at is not None
+    assert upstream.state.recent[-1]["body"]["model"] == "mock-text"
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_failing_account_is_reported_with_its_tier_and_without_its_key(upstream: ServerThread,
+                                                                         protocol: str) -> None:
+    acc = account(upstream, protocol, "sk-fail-402-abcdef")
+    request_tests(acc)
+    run_prober()
+    acc.refresh_from_db()
+    assert acc.probe_ok is False
+    assert acc.probe_summary.startswith("HTTP 402 (tier3_account_exhausted): ")
+    assert "sk-fail-402-abcdef" not in acc.probe_summary
+    assert acc.status == Account.ACTIVE  # a test reports; it does not disable
+
+
+def test_a_success_puts_a_pool_disabled_account_back_but_not_one_disabled_by_hand(upstream: ServerThread) -> None:
+    by_pool = account(upstream, "openai_chat", "sk-probe-good-1", "by-pool")
+    by_hand = account(upstream, "openai_chat", "sk-probe-good-2", "by-hand")
+    pool.disable_account(by_pool.pk, rule="auth_invalid", tier="auth_invalid", status_code=401, excerpt="")
+    pool.disable_by_hand(by_hand.pk)
+    request_tests(by_pool, by_hand)
+    run_prober()
+    by_pool.refresh_from_db()
+    by_hand.refresh_from_db()
+    assert (by_pool.status, by_pool.probe_summary) == (Account.ACTIVE, "OK — account re-enabled")
+    assert DisableEvent.objects.get(account=by_pool).ended_by == "probe"
+    assert (by_hand.status, by_hand.probe_summary) == (Account.DISABLED, "OK — left disabled: it was disabled by hand")
+
+
+def test_any_number_of_accounts_is_tested_each_exactly_once_across_processes(upstream: ServerThread) -> None:
+    accounts = [account(upstream, "openai_chat", f"sk-probe-many-{i:03}", f"m{i}") for i in range(2 * BATCH + 7)]
+    request_tests(*accounts)
+    ran: list[int] = []
+    start = threading.Barrier(2)
+
+    def process() -> None:
+        start.wait()
+        ran.append(run_prober())
+
+    threads = [threading.Thread(target=process) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sum(ran) == len(accounts)  # none twice, none left out
+    assert not Account.objects.filter(probe_requested_at__isnull=False).exists()
+    assert Account.objects.filter(probe_ok=True).count() == len(accounts)
+
+
+def test_a_claim_takes_each_request_once() -> None:
+    provider = Provider.objects.create(name="p", protocol="openai_chat", base_url="http://127.0.0.1:9/v1")
+    acc = Account(provider=provider, label="a")
+    acc.set_secret("sk-claim-0001")
+    acc.save()
+    request_tests(acc)
+    first, second = claim(), claim()
+    assert [c.account_id for c in first] == [acc.pk] and second == []
+    assert first[0].secret == "sk-claim-0001"
+
+
+def test_the_probe_model_is_one_the_provider_really_serves(upstream: ServerThread) -> None:
+    provider = Provider.objects.create(name="p", protocol="openai_chat", base_url=upstream.url + "/v1")
+    assert probe_model(provider) == "probe"
+    ModelAlias.objects.create(name="claude-*", provider=provider, upstream_model="*")
+    ModelAlias.objects.create(name="fast", provider=provider, upstream_model="gpt-5-mini")
+    assert probe_model(provider) == "gpt-5-mini"
+    provider.served_models = ["mock-text"]
+    assert probe_model(provider) == "mock-text"
+
+
+def test_an_unreachable_upstream_is_reported_as_a_network_failure() -> None:
+    provider = Provider.objects.create(name="gone", protocol="openai_chat", base_url="http://127.0.0.1:9/v1")
+    acc = Account(provider=provider, label="a")
+    acc.set_secret("sk-probe-unreachable-1")
+    acc.save()
+    request_tests(acc)
+    run_prober()
+    acc.refresh_from_db()
+    assert acc.probe_ok is False and acc.probe_summary.startswith("network failure")
