@@ -32,7 +32,7 @@ from django.utils import timezone
 from . import pickorder
 from .db import hop
 from .models import Account
-from .pool import end_cooldown
+from .pool import RecordedInDatabase, end_cooldown
 from .refresh import Refresh
 
 _ONE_US = dt.timedelta(microseconds=1)
@@ -57,7 +57,7 @@ class _Change:
     cooldown_until: dt.datetime | None
 
 
-class MemoryPool:
+class MemoryPool(RecordedInDatabase):
     def __init__(self, ttl: float) -> None:
         self._ttl = ttl
         self._slots: dict[int, list[Slot]] = {}  # by provider id, each list in id order

@@ -27,7 +27,7 @@ from django.utils import timezone
 from .db import hop
 from .models import Account
 from .pickorder import PG_ANY_USABLE
-from .pool import PoolUnavailable, end_cooldown
+from .pool import PoolUnavailable, RecordedInDatabase, end_cooldown
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ CONNECTIONS = 4  # per event loop: picks are short; more would only queue inside
 PICK = "SELECT * FROM accounts_pick_account(%s, %s::bigint[], %s, %s)"
 
 
-class PgPool:
+class PgPool(RecordedInDatabase):
     def __init__(self, connections: int = CONNECTIONS) -> None:
         self._size = connections
         self._pools: dict[int, tuple[asyncio.AbstractEventLoop, _Connections]] = {}

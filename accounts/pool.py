@@ -27,6 +27,7 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from . import events
+from .db import hop
 from .models import Account, DisableEvent
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,10 @@ class Pool(Protocol):
     async def pick(self, provider_id: int, exclude: Sequence[int], strategy: str) -> Account | None:
         """The next usable account of the provider (stamped as used), or None when none is."""
 
+    async def disable(self, account_id: int, *, rule: str, tier: str, status_code: int | None, excerpt: str,
+                      cooldown_until: dt.datetime | None = None) -> bool:
+        """:func:`disable_account`, from async code."""
+
     def on_state_change(self, sender: Any, account_id: int, status: str,
                         cooldown_until: dt.datetime | None, **kwargs: Any) -> None:
         """A state change the database has just committed (a :data:`state_changed` receiver)."""
@@ -55,6 +60,15 @@ class Pool(Protocol):
 
     async def aclose(self) -> None:
         """Write what is held back and let go of connections (the gateway stopping)."""
+
+
+class RecordedInDatabase:
+    """The state changes both pools make the same way: in the database, which then tells every pool."""
+
+    async def disable(self, account_id: int, *, rule: str, tier: str, status_code: int | None, excerpt: str,
+                      cooldown_until: dt.datetime | None = None) -> bool:
+        return await hop(disable_account, account_id, rule=rule, tier=tier, status_code=status_code,
+                         excerpt=excerpt, cooldown_until=cooldown_until)
 
 
 def _changed(account_id: int, status: str, cooldown_until: dt.datetime | None = None) -> None:

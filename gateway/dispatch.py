@@ -31,7 +31,6 @@ from django.http import HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 
 from accounts import pool
-from accounts.db import hop
 from accounts.outcomes import ErrorClass, Verdict
 from accounts.redact import redact
 from accounts.rules import classify
@@ -161,14 +160,14 @@ async def _attempt(gw: Gateway, ex: Exchange, proto: ProtocolModule, target: Ups
     if response.status_code >= 400:
         raw = await _read_capped(response, provider.first_byte_timeout)
         err = proto.parse_error(response.status_code, raw)
-        await _judge(ex, attempt, err, raw.decode("utf-8", "replace"), secret, response.headers,
+        await _judge(gw, ex, attempt, err, raw.decode("utf-8", "replace"), secret, response.headers,
                      raw if ex.passthrough else None)
     if ex.request.stream:
         return await _open_stream(gw, ex, proto, response, attempt, secret)
     return await _json(gw, ex, proto, response, attempt, secret)
 
 
-async def _judge(ex: Exchange, attempt: Attempt, err: ir.Error, text: str, secret: str,
+async def _judge(gw: Gateway, ex: Exchange, attempt: Attempt, err: ir.Error, text: str, secret: str,
                  headers: Headers | None = None, raw: bytes | None = None) -> NoReturn:
     """Apply the classifier's verdict to a failed attempt: raise _Retry or the client's error.
 
@@ -181,9 +180,8 @@ async def _judge(ex: Exchange, attempt: Attempt, err: ir.Error, text: str, secre
     attempt.status = err.status
     attempt.error = redact(err.message or text, [secret])
     if ruling.action == Verdict.DISABLE:
-        await hop(pool.disable_account, attempt.account_id or 0, rule=ruling.rule, tier=ruling.tier,
-                  status_code=err.status, excerpt=redact(text or err.message, [secret]),
-                  cooldown_until=_retry_after(headers))
+        await gw.pool.disable(attempt.account_id or 0, rule=ruling.rule, tier=ruling.tier, status_code=err.status,
+                              excerpt=redact(text or err.message, [secret]), cooldown_until=_retry_after(headers))
         raise _Retry
     if ruling.action == Verdict.RETRY:
         raise _Retry
@@ -249,7 +247,7 @@ async def _json(gw: Gateway, ex: Exchange, proto: ProtocolModule, response: Upst
         attempt.verdict, attempt.error = Verdict.MALFORMED, redact(str(exc), [secret])
         raise _Retry from exc
     if resp.error is not None:
-        await _judge(ex, attempt, resp.error, "", secret, None, raw if ex.passthrough else None)
+        await _judge(gw, ex, attempt, resp.error, "", secret, None, raw if ex.passthrough else None)
     ex.record.ttfb_ms = ex.elapsed_ms()
     if ex.passthrough:
         rewrite = model_rewrite(ex.route.upstream_model, ex.request.model)
@@ -289,7 +287,7 @@ async def _open_stream(gw: Gateway, ex: Exchange, proto: ProtocolModule, respons
         if err.transport:
             attempt.verdict, attempt.error = Verdict.NETWORK, err.message
             raise _Retry
-        await _judge(ex, attempt, err, "", secret)
+        await _judge(gw, ex, attempt, err, "", secret)
     ex.record.ttfb_ms = ex.elapsed_ms()
     writer = _StreamWriter(ex, stream, client, keepalive, gw.log)
     body = writer.body(first)
