@@ -55,7 +55,9 @@ class PgPool(RecordedInDatabase):
         try:
             account = await self._pick(provider_id, list(exclude), strategy, now)
         except _ConnectionFailed as first:
+            # One connection broke: the others, idle since, most likely did too (the database restarted).
             log.warning("pool pick failed (%s); trying a new connection", first.__cause__)
+            await self._connections().discard_idle()
             try:
                 account = await self._pick(provider_id, list(exclude), strategy, now)
             except _ConnectionFailed as exc:
@@ -162,6 +164,11 @@ class _Connections:
         for conn in idle:
             await conn.close()
         self._open -= len(idle)
+
+    async def discard_idle(self) -> None:
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            await self.discard(conn)
 
     def _free_slot(self) -> None:
         self._open -= 1
