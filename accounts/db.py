@@ -23,10 +23,17 @@ from collections.abc import Callable, Iterator
 from typing import ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
-from django.db import connections
+from django.db import InterfaceError, OperationalError, connections
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+class DatabaseUnavailable(Exception):
+    """The database could not be reached (down, restarting, refusing connections).
+
+    What needs it answers 503; what it can serve from memory it serves.
+    """
 
 
 def close_stale_connections() -> None:
@@ -50,7 +57,10 @@ def checked_connections() -> Iterator[None]:
 def _checked(fn: Callable[P, R]) -> Callable[P, R]:
     def call(*args: P.args, **kwargs: P.kwargs) -> R:
         with checked_connections():
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            except (OperationalError, InterfaceError) as exc:
+                raise DatabaseUnavailable(f"{type(exc).__name__}: {exc}"[:300]) from exc
 
     return call
 
@@ -59,6 +69,7 @@ async def hop(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
     """``fn(*args, **kwargs)`` on a worker thread, its connections checked before and after.
 
     Not thread-sensitive: hops run concurrently, each on the connection of its own thread.
+    A database that cannot be reached raises :class:`DatabaseUnavailable`.
     """
 
     return await sync_to_async(_checked(fn), thread_sensitive=False)(*args, **kwargs)

@@ -30,7 +30,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from . import pickorder
-from .db import hop
+from .db import DatabaseUnavailable, hop
 from .models import Account
 from .pool import RecordedInDatabase, end_cooldown
 from .refresh import Refresh
@@ -90,8 +90,16 @@ class MemoryPool(RecordedInDatabase):
             self._stamps[best.account.pk] = stamp
         if best.status == Account.COOLING:
             best.status, best.cooldown_until = Account.ACTIVE, None
-            await hop(end_cooldown, best.account, now)
+            try:
+                await hop(end_cooldown, best.account, now)
+            except DatabaseUnavailable:
+                pass  # picked from memory while the database is away; the record follows on a later pick
         return best.account
+
+    def keep_warm(self) -> None:
+        """Have a copy no older than the TTL, re-read in the background (a stand-by pool)."""
+
+        self._refresh.start_if_due(self._ttl)
 
     async def _reread(self) -> None:
         started = next(self._generation)

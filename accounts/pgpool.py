@@ -7,9 +7,14 @@ two GIL hand-overs) and a raw queryset per request: in the profile of one gatewa
 process on PostgreSQL at c=16, the pick and its hop were a fifth of the process's
 Python time. Here it is one awaited query on a connection of this event loop.
 
-A connection that fails is thrown away; the pick is tried once more on a new
-one (the database restarted: its old connections are all dead), and past that
-:class:`accounts.pool.PoolUnavailable` is raised.
+A connection that fails is thrown away with the idle ones (the database
+restarted: its old connections are all dead) and the pick is tried once more on
+a new one. Past that the database is away: picks come from a stand-by memory
+pool (:mod:`accounts.memorypool`, re-read every ``STANDBY_TTL`` seconds while the
+database answers) for ``RETRY_DATABASE_AFTER`` seconds at a time, each process
+rotating on its own, so requests that need nothing new from the database are
+still served; :class:`accounts.db.DatabaseUnavailable` is raised only when no
+copy was ever read.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import time
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
@@ -24,14 +30,17 @@ from typing import Any
 from django.db import connections
 from django.utils import timezone
 
-from .db import hop
+from .db import DatabaseUnavailable, hop
+from .memorypool import MemoryPool
 from .models import Account
 from .pickorder import PG_ANY_USABLE
-from .pool import PoolUnavailable, RecordedInDatabase, end_cooldown
+from .pool import RecordedInDatabase, end_cooldown
 
 log = logging.getLogger(__name__)
 
 CONNECTIONS = 4  # per event loop: picks are short; more would only queue inside PostgreSQL's lock
+STANDBY_TTL = 5.0
+RETRY_DATABASE_AFTER = 1.0  # while the database is away, one pick a second tries it (a connect attempt)
 
 PICK = "SELECT * FROM accounts_pick_account(%s, %s::bigint[], %s, %s)"
 
@@ -40,6 +49,8 @@ class PgPool(RecordedInDatabase):
     def __init__(self, connections: int = CONNECTIONS) -> None:
         self._size = connections
         self._pools: dict[int, tuple[asyncio.AbstractEventLoop, _Connections]] = {}
+        self.standby = MemoryPool(STANDBY_TTL)
+        self._away_until = 0.0
 
     def _connections(self) -> _Connections:
         loop = asyncio.get_running_loop()
@@ -51,20 +62,32 @@ class PgPool(RecordedInDatabase):
         return entry[1]
 
     async def pick(self, provider_id: int, exclude: Sequence[int], strategy: str) -> Account | None:
+        if time.monotonic() < self._away_until:
+            return await self.standby.pick(provider_id, exclude, strategy)
         now = timezone.now()
         try:
-            account = await self._pick(provider_id, list(exclude), strategy, now)
+            account = await self._pick_twice(provider_id, list(exclude), strategy, now)
+        except DatabaseUnavailable:
+            self._away_until = time.monotonic() + RETRY_DATABASE_AFTER
+            log.warning("pool database unreachable; picking from memory")
+            return await self.standby.pick(provider_id, exclude, strategy)
+        self.standby.keep_warm()
+        if account is not None and account.status == Account.COOLING:
+            await hop(end_cooldown, account, now)
+        return account
+
+    async def _pick_twice(self, provider_id: int, exclude: list[int], strategy: str,
+                          now: dt.datetime) -> Account | None:
+        try:
+            return await self._pick(provider_id, exclude, strategy, now)
         except _ConnectionFailed as first:
             # One connection broke: the others, idle since, most likely did too (the database restarted).
             log.warning("pool pick failed (%s); trying a new connection", first.__cause__)
             await self._connections().discard_idle()
             try:
-                account = await self._pick(provider_id, list(exclude), strategy, now)
+                return await self._pick(provider_id, exclude, strategy, now)
             except _ConnectionFailed as exc:
-                raise PoolUnavailable(str(exc.__cause__)) from exc.__cause__
-        if account is not None and account.status == Account.COOLING:
-            await hop(end_cooldown, account, now)
-        return account
+                raise DatabaseUnavailable(str(exc.__cause__)) from exc.__cause__
 
     async def _pick(self, provider_id: int, exclude: list[int], strategy: str, now: dt.datetime) -> Account | None:
         pool = self._connections()
@@ -96,13 +119,17 @@ class PgPool(RecordedInDatabase):
 
     def on_state_change(self, sender: Any, account_id: int, status: str,
                         cooldown_until: dt.datetime | None = None, **kwargs: Any) -> None:
-        """Every pick reads the database: nothing to apply."""
+        """Picks read the database; the stand-by copy hears it."""
+
+        self.standby.on_state_change(sender, account_id, status, cooldown_until)
 
     def invalidate(self, **kwargs: Any) -> None:
-        """Every pick reads the database: nothing to forget."""
+        self.standby.invalidate()
 
     def flush(self) -> None:
-        """Picks stamp the database themselves: nothing held back."""
+        """What the stand-by picked while the database was away (picks stamp the database themselves)."""
+
+        self.standby.flush()
 
     async def aclose(self) -> None:
         """Close this event loop's connections (the gateway stopping, a test ending)."""
@@ -110,6 +137,10 @@ class PgPool(RecordedInDatabase):
         entry = self._pools.pop(id(asyncio.get_running_loop()), None)
         if entry is not None:
             await entry[1].aclose()
+        try:
+            await self.standby.aclose()
+        except DatabaseUnavailable:
+            log.warning("stand-by pool stamps not written: the database is unreachable")
 
 
 class _ConnectionFailed(Exception):

@@ -27,17 +27,13 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from . import events
-from .db import hop
+from .db import DatabaseUnavailable, hop
 from .models import Account, DisableEvent
 
 log = logging.getLogger(__name__)
 
 # Sent after commit with account_id, status and cooldown_until.
 state_changed = Signal()
-
-
-class PoolUnavailable(Exception):
-    """The pool's database could not be reached for a pick."""
 
 
 class Pool(Protocol):
@@ -67,8 +63,20 @@ class RecordedInDatabase:
 
     async def disable(self, account_id: int, *, rule: str, tier: str, status_code: int | None, excerpt: str,
                       cooldown_until: dt.datetime | None = None) -> bool:
-        return await hop(disable_account, account_id, rule=rule, tier=tier, status_code=status_code,
-                         excerpt=excerpt, cooldown_until=cooldown_until)
+        try:
+            return await hop(disable_account, account_id, rule=rule, tier=tier, status_code=status_code,
+                             excerpt=excerpt, cooldown_until=cooldown_until)
+        except DatabaseUnavailable:
+            # Not recorded (the database is away): at least this process stops picking it. Its next
+            # failure once the database is back records it.
+            log.warning("account %s not disabled in the database (unreachable); out of this process's pool",
+                        account_id)
+            self.on_state_change(Account, account_id=account_id, status=Account.DISABLED, cooldown_until=None)
+            return False
+
+    def on_state_change(self, sender: Any, account_id: int, status: str,
+                        cooldown_until: dt.datetime | None = None, **kwargs: Any) -> None:
+        raise NotImplementedError
 
 
 def _changed(account_id: int, status: str, cooldown_until: dt.datetime | None = None) -> None:

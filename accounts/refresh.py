@@ -35,6 +35,17 @@ class Refresh:
         if loaded_at is None or ttl <= 0:
             await asyncio.shield(running)
 
+    def start_if_due(self, ttl: float) -> None:
+        """Start a re-read in the background if the copy is older than ``ttl``; never wait for it."""
+
+        loaded_at = self.loaded_at
+        if loaded_at is not None and time.monotonic() - loaded_at < ttl:
+            return
+        running = self._running
+        if running is None or running.done() or running.get_loop() is not asyncio.get_running_loop():
+            running = self._running = asyncio.ensure_future(self._run())
+            running.add_done_callback(self._retrieved)
+
     def invalidate(self) -> None:
         """The next request waits for a fresh copy."""
 

@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Any
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
-from .errors import GatewayError, MethodNotAllowed, NotFound
+from accounts.db import DatabaseUnavailable
+
+from .errors import GatewayError, MethodNotAllowed, NotFound, unavailable
 from .responses import CORS_HEADERS, error_response
 from .routes import API_PREFIX
 
@@ -59,6 +61,8 @@ class ApiHandler:
             return await found.route.view(self.gw, request, **found.params)
         except GatewayError as err:
             return error_response(routes.envelope(path), err)
+        except DatabaseUnavailable as exc:
+            return error_response(routes.envelope(path), unavailable(exc))
 
     async def _view(self, request: HttpRequest) -> HttpResponseBase:
         response = await self._respond(request)

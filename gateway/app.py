@@ -17,6 +17,7 @@ import asyncio
 import atexit
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from django.db.models.signals import post_delete, post_save
@@ -31,6 +32,7 @@ from .options import Options
 from .prober import Prober
 from .ratelimit import Limits
 from .relay import OpenStreams
+from .logspool import Spool, for_database
 from .reqlog import LogWriter, Sink
 from .routes import RouteTable, api_routes
 from .state import SnapshotCache
@@ -55,14 +57,15 @@ class Gateway:
     def __init__(self, options: Options, *, routes: RouteTable | None = None,
                  upstream: UpstreamClient | None = None, pool: pool_state.Pool | None = None,
                  limits: Limits | None = None, log_writer: LogWriter | None = None,
-                 config: SnapshotCache | None = None, sinks: Sequence[Sink] = ()) -> None:
+                 config: SnapshotCache | None = None, sinks: Sequence[Sink] = (),
+                 spool: Spool | None = None) -> None:
         self.options = options
         self.routes = routes or api_routes()
         self.upstream = upstream or UpstreamClient(options.upstream_max_connections)
         self.pool = pool or make_pool(options)
         self.limits = limits or Limits(options.redis_url, options.token_usage_ttl)
         self.log = log_writer or LogWriter(options.log_batch_seconds, sinks,
-                                           options.log_body_limit if options.log_bodies else None)
+                                           options.log_body_limit if options.log_bodies else None, spool)
         self.config = config or SnapshotCache(options.config_ttl)
         self.models = ModelCatalog(self.upstream, options.models_cache_ttl)
         self.streams = OpenStreams()
@@ -84,12 +87,13 @@ class Gateway:
         if self._started:
             return
         self._started = True
+        self.log.start()  # it first writes what a killed process left in the spool
         self._tasks.append(asyncio.get_running_loop().create_task(self.prober.run(), name="account-prober"))
 
     def flush(self) -> None:
-        """Write what is held back in memory (log rows, pool stamps): at exit, or from a thread."""
+        """Write what is held back (log rows, pool stamps) and close the spool: when stopping, from a thread."""
 
-        for what, flush in (("request log", self.log.flush), ("account pool", self.pool.flush)):
+        for what, flush in (("request log", self.log.close), ("account pool", self.pool.flush)):
             try:
                 flush()
             except Exception:  # noqa: BLE001 - at exit there is nobody left to tell but the log
@@ -116,7 +120,10 @@ def log_sinks(settings: Any) -> list[Sink]:
 def build(settings: Any) -> Gateway:
     """The process's app, from Django's settings; flushed at interpreter exit."""
 
-    gw = Gateway(Options.from_settings(settings), sinks=log_sinks(settings))
+    spool = None
+    if settings.GATEWAY_LOG_SPOOL_DIR:
+        spool = Spool(for_database(Path(settings.GATEWAY_LOG_SPOOL_DIR), settings.DATABASES["default"]))
+    gw = Gateway(Options.from_settings(settings), sinks=log_sinks(settings), spool=spool)
     gw.connect_signals()
     atexit.register(gw.flush)
     return gw

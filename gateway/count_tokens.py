@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.http import HttpResponse
 
-from accounts.pool import PoolUnavailable
+from accounts.db import DatabaseUnavailable
 from translation import ir, registry, sse
 
 from .errors import InvalidRequest, NestingTooDeep, UpstreamFailed, passable, upstream_message
@@ -72,7 +72,7 @@ async def _ask_upstream(gw: Gateway, body: dict[str, Any], route: Route, fwd: Fo
         raise NestingTooDeep from exc
     try:
         account = await gw.pool.pick(provider.id, [], provider.selection)
-    except PoolUnavailable:
+    except DatabaseUnavailable:
         return None
     if account is None:
         return None

@@ -30,7 +30,6 @@ import orjson
 from django.http import HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 
-from accounts import pool
 from accounts.outcomes import ErrorClass, Verdict
 from accounts.redact import redact
 from accounts.rules import classify
@@ -40,8 +39,8 @@ from translation.passthrough import model_rewrite
 from translation.protocol import EncodeContext, ProtocolModule
 
 from .clientstream import ClientStream, Encoding, Forwarding
-from .errors import (InvalidRequest, NestingTooDeep, NoAccounts, Unavailable, UpstreamFailed,
-                     UpstreamUnavailable, passable, upstream_message)
+from .errors import (InvalidRequest, NestingTooDeep, NoAccounts, UpstreamFailed, UpstreamUnavailable, passable,
+                     upstream_message)
 from .forwarding import Forwarded, forwarded
 from .relay import TIMEOUT, Batch, Decoding, Reader, Tapping, UpstreamStream, read_until_content
 from .reqlog import Attempt, LogRecord, LogWriter
@@ -123,10 +122,7 @@ async def dispatch(gw: Gateway, ex: Exchange) -> HttpResponse:
     tried: list[int] = []
     last_network_error: str | None = None
     for _ in range(gw.options.max_attempts):
-        try:
-            account = await gw.pool.pick(provider.id, tried, provider.selection)
-        except pool.PoolUnavailable as exc:
-            raise Unavailable("The gateway cannot reach its database; try again shortly") from exc
+        account = await gw.pool.pick(provider.id, tried, provider.selection)
         if account is None:
             break
         tried.append(account.pk)

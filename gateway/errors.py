@@ -97,6 +97,13 @@ class Unavailable(GatewayError):
     error_class = ErrorClass.UNAVAILABLE
 
 
+def unavailable(exc: BaseException) -> Unavailable:
+    """What a client is told when the gateway's database cannot be reached (``accounts.db.DatabaseUnavailable``)."""
+
+    return Unavailable("The gateway cannot reach its database just now; try again shortly",
+                       headers={"Retry-After": "2"})
+
+
 class ShuttingDown(GatewayError):
     status = 503
     error_type = "overloaded_error"

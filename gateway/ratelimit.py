@@ -22,7 +22,7 @@ import math
 import time
 from typing import Any
 
-from accounts.db import hop
+from accounts.db import DatabaseUnavailable, hop
 
 from .errors import RateLimited
 from .state import KeyInfo
@@ -87,7 +87,12 @@ class TokenUsage:
         cached = self._cache.get(key_id)
         if cached is not None and cached[0] > now and cached[1] == day:
             return cached[2]
-        used = await hop(_tokens_since, key_id, day)
+        try:
+            used = await hop(_tokens_since, key_id, day)
+        except DatabaseUnavailable:
+            if cached is not None and cached[1] == day:
+                return cached[2]  # the database is away: the last count stands
+            raise
         self._cache[key_id] = (now + self._ttl, day, used)
         return used
 

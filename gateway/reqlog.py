@@ -1,7 +1,9 @@
 """The request log and usage counters, written off the hot path.
 
 Request handlers hand a finished :class:`Exchange` record to :meth:`LogWriter.submit`,
-which only appends to a queue. A writer thread drains it in batches: one
+which appends it to the spool on disk (``gateway.logspool``: what a killed
+process leaves there is written by the next one) and to a bounded queue in
+memory. A writer thread drains the queue in batches: one
 INSERT (executemany) for the log rows, one counter UPDATE per account and client key
 in the batch, whatever the writer's sinks add in the same transaction (the
 dashboard's usage buckets), then a dashboard broadcast. The app object flushes
@@ -24,61 +26,31 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from dataclasses import asdict
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from accounts.db import checked_connections
-from accounts.outcomes import ErrorClass, Verdict
 from accounts.redact import redact
+
+from .logrecord import Attempt, LogRecord
+
+if TYPE_CHECKING:
+    from .logspool import Spool
 
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 500
+# Failures that are the database's (down, restarting, locked), not a record's: the record is kept.
+DATABASE_AWAY = (OperationalError, InterfaceError, OSError)
+MEMORY_BOUND = 20_000  # records queued in memory; past it (the database away) they wait in the spool only
 # The running totals an account and a client key keep, in the order _add counts them.
 COUNTERS = ("requests", "errors", "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
-
-
-@dataclass
-class Attempt:
-    account_id: int | None
-    account_label: str
-    status: int | None  # upstream HTTP status; None for network failures
-    verdict: Verdict
-    latency_ms: int
-    error: str = ""  # redacted excerpt
-    tier: str = ""
-
-
-@dataclass
-class LogRecord:
-    request_id: str
-    client_protocol: str
-    client_key_id: int | None = None
-    client_key_name: str = ""
-    upstream_protocol: str = ""
-    provider_id: int | None = None
-    account_id: int | None = None
-    model_requested: str = ""
-    model_sent: str = ""
-    stream: bool = False
-    status: int = 0
-    error_class: ErrorClass = ErrorClass.NONE
-    attempts: list[Attempt] = field(default_factory=list)
-    latency_ms: int = 0
-    ttfb_ms: int | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
-    reasoning_tokens: int = 0
-    finish_reason: str = ""
-    request_body: str = ""
-    response_body: str = ""
-    created_at: Any = field(default_factory=timezone.now)
 
 
 # Called inside the writer's transaction with each batch (the dashboard's usage rollup).
@@ -87,13 +59,17 @@ Sink = Callable[[Sequence[LogRecord]], None]
 
 class LogWriter:
     def __init__(self, batch_seconds: float = 1.0, sinks: Sequence[Sink] = (),
-                 body_limit: int | None = None) -> None:
+                 body_limit: int | None = None, spool: Spool | None = None,
+                 memory_bound: int = MEMORY_BOUND) -> None:
         """``body_limit``: with body logging on, the characters of a body kept; None keeps none."""
 
         self.batch_seconds = batch_seconds
         self.sinks = tuple(sinks)
         self.body_limit = body_limit
-        self._queue: queue.SimpleQueue[LogRecord] = queue.SimpleQueue()
+        self.spool = spool
+        self.memory_bound = memory_bound
+        self.dropped = 0  # records neither queued nor spooled (memory full and no spool): said in the log
+        self._queue: queue.SimpleQueue[tuple[LogRecord, int]] = queue.SimpleQueue()  # (record, spool segment)
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
@@ -104,7 +80,21 @@ class LogWriter:
         return capped(text, self.body_limit)
 
     def submit(self, record: LogRecord) -> None:
-        self._queue.put(record)
+        segment = self.spool.append(record) if self.spool is not None else -1
+        if self._queue.qsize() < self.memory_bound:
+            self._queue.put((record, segment))
+        elif segment >= 0:
+            self.spool.spill(segment)  # type: ignore[union-attr]  # segment >= 0: there is a spool
+        else:
+            self.dropped += 1
+            log.error("request-log row for %s dropped: %d rows wait and nothing can hold more",
+                      record.request_id, self.memory_bound)
+        if self._thread is None:
+            self._start()
+
+    def start(self) -> None:
+        """Start the writer now (it replays what a dead process left in the spool), not at the first row."""
+
         if self._thread is None:
             self._start()
 
@@ -130,57 +120,113 @@ class LogWriter:
                 time.sleep(1.0)
 
     def flush(self) -> int:
-        """Write everything queued so far; returns the rows written."""
+        """Write everything queued so far, then what waits only in the spool; returns the rows written."""
 
         total = 0
         with self._flush_lock, checked_connections():
+            if self.spool is not None:
+                self.spool.rotate()
             while True:
-                batch: list[LogRecord] = []
-                while len(batch) < BATCH_SIZE:
+                queued: list[tuple[LogRecord, int]] = []
+                while len(queued) < BATCH_SIZE:
                     try:
-                        batch.append(self._queue.get_nowait())
+                        queued.append(self._queue.get_nowait())
                     except queue.Empty:
                         break
-                if not batch:
-                    return total
-                try:
-                    self._write(batch)
-                    written = len(batch)
-                except Exception:
-                    written = self._write_apart(batch)  # raises when the database itself is the problem
-                total += written
-                self.written += written
+                if not queued:
+                    break
+                total += self._write_batch([record for record, _ in queued], [segment for _, segment in queued])
+            if self.spool is not None:
+                total += self._replay(self.spool)
+        return total
 
-    def _write_apart(self, batch: list[LogRecord]) -> int:
-        """A batch failed: write its records one by one, so that one bad record cannot hold up the rest.
+    def close(self) -> None:
+        """Write everything and let go of the spool (the gateway stopping)."""
 
-        When every record fails, the database is the problem: all are kept for the next
-        batch and the error is raised. When only some fail, those records are what the
-        database refuses (a NUL byte PostgreSQL will not store, a lone surrogate): they
-        are written again with such characters replaced, so each request keeps its row.
+        self.flush()
+        if self.spool is not None:
+            self.spool.close()
+
+    def _write_batch(self, batch: list[LogRecord], segments: list[int]) -> int:
+        """Write a batch; what the database could not take now goes back on the queue (and raises)."""
+
+        written, kept = self._write_or_apart(batch)
+        if self.spool is not None:
+            kept_ids = {id(rec) for rec in kept}
+            self.spool.done(seg for rec, seg in zip(batch, segments) if id(rec) not in kept_ids)
+        self.written += written
+        if kept:
+            by_id = {id(rec): seg for rec, seg in zip(batch, segments)}
+            for rec in kept:  # keep them: never lose a record
+                self._queue.put((rec, by_id[id(rec)]))
+            raise RuntimeError(f"the request log could not write {len(kept)} record(s) now; kept for the next batch")
+        return written
+
+    def _replay(self, spool: Spool) -> int:
+        """Write the records held only in spool segments (spilled ones, a dead process's), each once."""
+
+        total = 0
+        for path in spool.spilled():
+            total += self._replay_segment(spool, path)
+        for paths in spool.orphans():
+            for path in paths:
+                total += self._replay_segment(spool, path)
+        return total
+
+    def _replay_segment(self, spool: Spool, path: Path) -> int:
+        total = 0
+        records = list(spool.read(path))
+        for start in range(0, len(records), BATCH_SIZE):
+            chunk = records[start:start + BATCH_SIZE]
+            known = _logged({r.request_id for r in chunk})
+            written, kept = self._write_or_apart([r for r in chunk if r.request_id not in known])
+            total += written
+            if kept:  # the segment stays, to be read again (what was written is then known)
+                self.written += total
+                raise RuntimeError(f"spool segment {path.name}: {len(kept)} record(s) not written now")
+        spool.replayed(path)
+        if total:
+            log.info("request log: %d row(s) written from spool segment %s", total, path.name)
+        self.written += total
+        return total
+
+    def _write_or_apart(self, batch: list[LogRecord]) -> tuple[int, list[LogRecord]]:
+        """(rows written, records to try again later: the database could not take them now)."""
+
+        if not batch:
+            return 0, []
+        try:
+            self._write(batch)
+            return len(batch), []
+        except Exception:  # noqa: BLE001 - sorted out record by record
+            return self._write_apart(batch)
+
+    def _write_apart(self, batch: list[LogRecord]) -> tuple[int, list[LogRecord]]:
+        """A batch failed: its records one by one, so that one bad record cannot hold up the rest.
+
+        A record the database refuses for what it holds (a NUL byte PostgreSQL will not
+        store, a lone surrogate) is written again with such characters replaced, so each
+        request keeps its row; if even that fails it goes to the process log. A record
+        that fails because the database cannot be reached (or is locked) is kept.
         """
 
-        failed: list[LogRecord] = []
-        first_error: Exception | None = None
+        written = 0
+        kept: list[LogRecord] = []
         for rec in batch:
-            try:
-                self._write([rec])
-            except Exception as exc:  # noqa: BLE001 - sorted out below
-                failed.append(rec)
-                first_error = first_error or exc
-        if len(failed) == len(batch):
-            for rec in batch:  # keep them: never lose a record
-                self._queue.put(rec)
-            raise RuntimeError(f"the request log could not write any of {len(batch)} records") from first_error
-        dropped = 0
-        for rec in failed:
-            _scrub(rec)
-            try:
-                self._write([rec])
-            except Exception:  # noqa: BLE001 - the last resort is the process log
-                log.exception("request-log row for %s could not be written: %r", rec.request_id, rec)
-                dropped += 1
-        return len(batch) - dropped
+            for attempt in ("as is", "scrubbed"):
+                try:
+                    self._write([rec])
+                except DATABASE_AWAY:
+                    kept.append(rec)
+                except Exception:  # noqa: BLE001 - the record itself: scrub it, or give up on it
+                    if attempt == "as is":
+                        _scrub(rec)
+                        continue
+                    log.exception("request-log row for %s could not be written: %r", rec.request_id, rec)
+                else:
+                    written += 1
+                break
+        return written, kept
 
     def _write(self, batch: list[LogRecord]) -> None:
         from accounts.models import Account, ApiKey, Provider
@@ -276,6 +322,14 @@ def _present(model: Any, ids: set[int | None], column: str = "") -> dict[int, An
         cursor.execute(f"SELECT {selected} FROM {q(model._meta.db_table)} "
                        f"WHERE {pk} IN ({', '.join(['%s'] * len(wanted))})", wanted)
         return {row[0]: row[1] if column else None for row in cursor.fetchall()}
+
+
+def _logged(request_ids: set[str]) -> set[str]:
+    """Which of these requests already have their row (a replayed spool may hold written ones)."""
+
+    from accounts.models import RequestLog
+
+    return set(RequestLog.objects.filter(request_id__in=request_ids).values_list("request_id", flat=True))
 
 
 def _price_tables(raw: dict[int, Any]) -> dict[int, Any]:

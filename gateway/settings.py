@@ -67,6 +67,9 @@ DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / '
 # (accounts.db), so one that broke (the database restarted) is replaced, never reused.
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    # A database host that drops packets must not hold a worker thread for the OS's two minutes.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the log writer and request handlers read while one writes.
     DATABASES["default"].setdefault("OPTIONS", {})["init_command"] = (
@@ -123,6 +126,9 @@ GATEWAY_MODELS_CACHE_TTL = env.float("GATEWAY_MODELS_CACHE_TTL", default=300.0)
 GATEWAY_LOG_BATCH_SECONDS = env.float("GATEWAY_LOG_BATCH_SECONDS", default=1.0)
 GATEWAY_LOG_BODIES = env.bool("GATEWAY_LOG_BODIES", default=False)
 GATEWAY_LOG_BODY_LIMIT = env.int("GATEWAY_LOG_BODY_LIMIT", default=16384)
+# Each finished request's log record is also appended here at once, so a killed process loses no row
+# (gateway.logspool); one directory per database underneath. Empty: no spool.
+GATEWAY_LOG_SPOOL_DIR = env("GATEWAY_LOG_SPOOL_DIR", default=str(BASE_DIR / "var" / "log-spool"))
 # Called with each batch of request-log rows inside the writer's transaction (gateway.reqlog).
 GATEWAY_LOG_SINKS = ["dashboard.rollup.add"]
 # How often a gateway process looks for account tests ops asked for in the admin (gateway.prober).

@@ -13,7 +13,7 @@ from typing import Any
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
-from accounts.db import hop
+from accounts.db import DatabaseUnavailable, hop
 from accounts.outcomes import ErrorClass
 from translation import ir, registry, sse
 from translation.ids import new_id
@@ -23,7 +23,7 @@ from .app import Gateway
 from .auth import authenticate
 from .count_tokens import count_input_tokens
 from .dispatch import Exchange, dispatch
-from .errors import GatewayError, InvalidRequest, NestingTooDeep, status_of
+from .errors import GatewayError, InvalidRequest, NestingTooDeep, status_of, unavailable
 from .reqlog import LogRecord
 from .responses import error_response, json_response
 from .routing import check_allowed, resolve
@@ -87,7 +87,8 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
                       request.META.get("QUERY_STRING", ""))
         ex.record.request_body = gw.log.keep_body(request.body)
         return await dispatch(gw, ex)
-    except GatewayError as err:
+    except (GatewayError, DatabaseUnavailable) as exc:
+        err = exc if isinstance(exc, GatewayError) else unavailable(exc)
         if ex is not None:
             ex.record.status, ex.record.error_class = status_of(err), err.error_class
             ex.record.latency_ms = ex.elapsed_ms()
@@ -152,9 +153,13 @@ def _db_ok() -> bool:
         return cursor.fetchone() == (1,)
 
 
+READY_TIMEOUT = 2.0  # a load balancer's probe must get its answer, not wait on a database that hangs
+
+
 async def readyz(gw: Gateway, request: HttpRequest) -> HttpResponse:
     try:
-        ok = await hop(_db_ok)
+        async with asyncio.timeout(READY_TIMEOUT):
+            ok = await hop(_db_ok)
     except Exception as exc:  # noqa: BLE001 - any database failure means not ready
         return json_response({"status": "unavailable", "database": type(exc).__name__}, 503)
     return json_response({"status": "ok" if ok else "unavailable"}, 200 if ok else 503)

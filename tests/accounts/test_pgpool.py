@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from accounts import pgpool, pool
+from accounts import pgpool
+from accounts.db import DatabaseUnavailable
 from accounts.pgpool import PgPool
 from tests.accounts.pools import make_pool, picks, run
 
@@ -65,7 +66,7 @@ def test_a_database_out_of_reach_makes_the_pick_fail_clearly(monkeypatch: pytest
         raise OSError("connection refused")
 
     monkeypatch.setattr(pgpool, "_connect", refuse)
-    with pytest.raises(pool.PoolUnavailable):
+    with pytest.raises(DatabaseUnavailable):
         picks(PgPool(), provider.pk, 1)
 
 
