@@ -7,7 +7,7 @@ the change form shows the status but does not edit it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -26,10 +26,13 @@ from .prices import validate_prices
 from .rules import validate_rules
 from .secrets import new_client_key
 
+if TYPE_CHECKING:
+    from django.contrib.admin.options import _FieldGroups
+
 INLINE_ACCOUNTS_MAX = 50  # beyond this the provider page links to the account list instead
 
 
-class AccountForm(forms.ModelForm):
+class AccountForm(forms.ModelForm[Account]):
     # Write-only: the stored secret is never rendered back into the page.
     secret = forms.CharField(required=False, widget=forms.PasswordInput(render_value=False),
                              help_text="Upstream API key. Leave empty to keep the current one.")
@@ -53,7 +56,7 @@ class AccountForm(forms.ModelForm):
         return account
 
 
-class AccountInline(admin.TabularInline):
+class AccountInline(admin.TabularInline[Account, Provider]):
     model = Account
     form = AccountForm
     fields = ["label", "secret", "key_hint", "status", "balance", "weight", "last_used_at"]
@@ -62,7 +65,7 @@ class AccountInline(admin.TabularInline):
     show_change_link = True
 
 
-class ProviderForm(forms.ModelForm):
+class ProviderForm(forms.ModelForm[Provider]):
     base_url = forms.URLField(max_length=500, assume_scheme="https",
                               help_text="Version root, e.g. https://api.openai.com/v1")
 
@@ -98,7 +101,7 @@ class ProviderForm(forms.ModelForm):
 
 
 @admin.register(Provider)
-class ProviderAdmin(admin.ModelAdmin):
+class ProviderAdmin(admin.ModelAdmin[Provider]):
     form = ProviderForm
     list_display = ["name", "protocol", "base_url", "selection", "enabled", "accounts_link", "active_accounts"]
     list_filter = ["protocol", "enabled", "selection"]
@@ -159,7 +162,7 @@ def _today_start() -> Any:
 
 
 @admin.register(Account)
-class AccountAdmin(admin.ModelAdmin):
+class AccountAdmin(admin.ModelAdmin[Account]):
     form = AccountForm
     list_display = ["__str__", "key_hint", "status", "cooldown_until", "balance", "last_used_at",
                     "today_requests", "today_tokens", "requests", "errors", "last_test"]
@@ -171,7 +174,7 @@ class AccountAdmin(admin.ModelAdmin):
     actions = ["enable_accounts", "disable_accounts", "test_accounts"]
     change_list_template = "admin/accounts/account/change_list.html"
 
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> _FieldGroups:
         if obj is None:
             return ["provider", "label", "secret", "balance", "weight"]
         return ["provider", "label", "secret", "key_hint", "balance", "weight", "status", "cooldown_until",
@@ -250,7 +253,7 @@ class AccountAdmin(admin.ModelAdmin):
         return render(request, "admin/accounts/account/import.html", context)
 
 
-class ApiKeyForm(forms.ModelForm):
+class ApiKeyForm(forms.ModelForm[ApiKey]):
     class Meta:
         model = ApiKey
         fields = ["name", "allowed_models", "active", "rate_limit_per_minute", "daily_token_limit"]
@@ -263,7 +266,7 @@ class ApiKeyForm(forms.ModelForm):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(admin.ModelAdmin[ApiKey]):
     form = ApiKeyForm
     list_display = ["name", "key_hint", "active", "requests", "errors", "input_tokens", "output_tokens", "created_at"]
     list_filter = ["active"]
@@ -291,7 +294,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 
 @admin.register(ModelAlias)
-class ModelAliasAdmin(admin.ModelAdmin):
+class ModelAliasAdmin(admin.ModelAdmin[ModelAlias]):
     list_display = ["name", "provider", "upstream_model", "priority"]
     list_filter = ["provider"]
     search_fields = ["name", "upstream_model"]
@@ -299,7 +302,7 @@ class ModelAliasAdmin(admin.ModelAdmin):
 
 
 @admin.register(DisableEvent)
-class DisableEventAdmin(admin.ModelAdmin):
+class DisableEventAdmin(admin.ModelAdmin[DisableEvent]):
     list_display = ["account", "created_at", "tier", "rule", "status_code", "cooldown_until", "ended_at", "ended_by"]
     list_filter = [("ended_at", admin.EmptyFieldListFilter), "tier", "ended_by", "status_code",
                    "account__provider", "created_at"]
@@ -313,7 +316,7 @@ class DisableEventAdmin(admin.ModelAdmin):
 
 
 @admin.register(RequestLog)
-class RequestLogAdmin(admin.ModelAdmin):
+class RequestLogAdmin(admin.ModelAdmin[RequestLog]):
     list_display = ["created_at", "request_id", "client_key_name", "client_protocol", "upstream_protocol",
                     "model_requested", "account", "status", "attempt_count", "latency_ms", "input_tokens",
                     "output_tokens", "cost"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -43,5 +44,5 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
 
 
 @database_sync_to_async
-def _build(build: Any, payload: dict[str, Any]) -> dict[str, Any]:
+def _build(build: Callable[[dict[str, Any]], dict[str, Any]], payload: dict[str, Any]) -> dict[str, Any]:
     return build(payload)

@@ -57,7 +57,8 @@ def _event_html(event: DisableEvent) -> dict[str, Any]:
 
 def account_disabled(payload: dict[str, Any]) -> dict[str, Any]:
     account_id = payload.get("account_id")
-    qs = DisableEvent.objects.select_related("account__provider").filter(account_id=account_id)
+    # A payload without an account matches no row (account_id IS NULL); the stubs want an id.
+    qs = DisableEvent.objects.select_related("account__provider").filter(account_id=account_id)  # type: ignore[misc]
     event = (qs.filter(pk=payload["event_id"]) if payload.get("event_id") else qs.order_by("-created_at", "-id")).first()
     return {"kind": "account.disabled", "events": [_event_html(event)] if event else [],
             "accounts": accounts([account_id] if account_id else [])}
@@ -65,8 +66,9 @@ def account_disabled(payload: dict[str, Any]) -> dict[str, Any]:
 
 def account_enabled(payload: dict[str, Any]) -> dict[str, Any]:
     account_id = payload.get("account_id")
+    # As in account_disabled: None matches no row.
     ended = (DisableEvent.objects.select_related("account__provider")
-             .filter(account_id=account_id, ended_at__isnull=False).order_by("-ended_at")[:5])
+             .filter(account_id=account_id, ended_at__isnull=False).order_by("-ended_at")[:5])  # type: ignore[misc]
     return {"kind": "account.enabled", "events": [_event_html(e) for e in ended],
             "accounts": accounts([account_id] if account_id else [])}
 

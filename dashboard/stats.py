@@ -7,6 +7,7 @@ per week per account), never from a scan of the request log.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,7 +75,7 @@ class Totals:
         return histogram.percentile(self.ttfb, p)
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Totals:
+    def from_row(cls, row: Mapping[str, Any]) -> Totals:
         return cls(**{f: row.get(f) or 0 for f in TOTAL_FIELDS},
                    ttfb=[row.get(f) or 0 for f in histogram.FIELDS])
 
@@ -107,7 +108,8 @@ def series(window: Window, account_id: int | None = None,
         qs = qs.filter(account_id=account_id)
     rows = (qs.annotate(t=F("start") - F("start") % window.step).values("t")
             .annotate(**{f: Sum(f) for f in fields}).order_by())
-    found = {row["t"]: row for row in rows}
+    # Rows hold the sums too: the stubs' row type has only the keys they can see ("t"), not those from a dict.
+    found: dict[int, Mapping[str, Any]] = {row["t"]: row for row in rows}
     first = lo - lo % window.step
     now = int(time.time())
     points = [{"t": t, **{f: (found.get(t) or {}).get(f) or 0 for f in fields}}

@@ -26,7 +26,7 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from django.core.handlers.asgi import ASGIRequest
-from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 
 from accounts.db import DatabaseUnavailable
 
@@ -120,7 +120,8 @@ async def _read_body(receive: Any) -> bytes | None:
 async def _send_response(response: HttpResponseBase, send: Any) -> None:
     headers = [(name.encode("ascii"), value.encode("latin1")) for name, value in response.items()]
     await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
-    if response.streaming:
+    if isinstance(response, StreamingHttpResponse):  # what .streaming says, in a form the checker reads
+        # __aiter__ is an async generator (it has aclose()); the stubs say only AsyncIterator.
         async with aclosing(aiter(response)) as content:  # type: ignore[type-var]
             async for part in content:
                 if part:

@@ -34,5 +34,6 @@ gateway = build(settings)
 application = Edge(
     gateway,
     pages=django_app,  # admin, dashboard, static files: Django's full stack
-    sockets=AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    # Django's path() gives URLPatterns; channels' stubs name those that hold ASGI apps a type of their own.
+    sockets=AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),  # type: ignore[arg-type]
 )

@@ -9,12 +9,15 @@ the limit.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .asgiwrite import send_error
 from .routes import RouteTable
 
 Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+App = Callable[[Scope, Any, Any], Awaitable[None]]  # an ASGI application
 # How long a refused client may go on sending (discarded) before the connection is cut: closing
 # at once with unread data makes the kernel answer with a reset, and the client may then lose
 # the 413 it has not read yet.
@@ -22,7 +25,7 @@ DRAIN_SECONDS = 2.0
 
 
 class BodyLimit:
-    def __init__(self, app: Any, routes: RouteTable, limit: int) -> None:
+    def __init__(self, app: App, routes: RouteTable, limit: int) -> None:
         self.app = app
         self.routes = routes
         self.limit = limit
@@ -72,7 +75,7 @@ class BodyLimit:
         await send({"type": "http.response.body", "body": b""})
 
 
-def _replay(messages: list[dict[str, Any]], receive: Any = None) -> Any:
+def _replay(messages: list[dict[str, Any]], receive: Receive | None = None) -> Receive:
     queue = list(messages)
 
     async def replay_receive() -> dict[str, Any]:

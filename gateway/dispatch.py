@@ -115,7 +115,7 @@ def upstream_request(ex: Exchange, proto: ProtocolModule) -> tuple[bytes, Forwar
         raise NestingTooDeep from exc
 
 
-async def dispatch(gw: Gateway, ex: Exchange) -> HttpResponse:
+async def dispatch(gw: Gateway, ex: Exchange) -> HttpResponse | StreamingHttpResponse:
     provider = ex.route.provider
     proto = registry.get(provider.protocol)
     body, fwd = upstream_request(ex, proto)
@@ -145,7 +145,7 @@ async def dispatch(gw: Gateway, ex: Exchange) -> HttpResponse:
 
 
 async def _attempt(gw: Gateway, ex: Exchange, proto: ProtocolModule, target: UpstreamTarget, body: bytes,
-                   attempt: Attempt, secret: str) -> HttpResponse:
+                   attempt: Attempt, secret: str) -> HttpResponse | StreamingHttpResponse:
     provider = target.provider
     try:
         response = await gw.upstream.send(target, body)
@@ -258,7 +258,7 @@ async def _json(gw: Gateway, ex: Exchange, proto: ProtocolModule, response: Upst
 
 
 async def _open_stream(gw: Gateway, ex: Exchange, proto: ProtocolModule, response: UpstreamResponse,
-                       attempt: Attempt, secret: str) -> HttpResponse:
+                       attempt: Attempt, secret: str) -> StreamingHttpResponse:
     provider = ex.route.provider
     reader: Reader
     client: ClientStream

@@ -336,7 +336,8 @@ def _price_tables(raw: dict[int, Any]) -> dict[int, Any]:
     from accounts.models import Provider
 
     field = Provider._meta.get_field("prices")
-    return {pk: field.from_db_value(value, None, connection) for pk, value in raw.items()}
+    # The stubs want the column expression; JSONField reads it only to tell a key transform from a column.
+    return {pk: field.from_db_value(value, None, connection) for pk, value in raw.items()}  # type: ignore[arg-type]
 
 
 def _insert_rows(cursor: Any, batch: list[LogRecord], costs: list[Decimal | None]) -> None:

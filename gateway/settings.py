@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import django_stubs_ext
 import environ
+
+# Django's generic classes (ModelAdmin, ModelForm, ...) take type arguments at run time as in the stubs.
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -16,7 +20,7 @@ env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DEBUG = env.bool("DEBUG", default=False)
-SECRET_KEY = env("SECRET_KEY", default="insecure-dev-only-key" if DEBUG else None)  # type: ignore[arg-type]
+SECRET_KEY = env("SECRET_KEY", default="insecure-dev-only-key" if DEBUG else None)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
 
 INSTALLED_APPS = [

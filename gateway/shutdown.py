@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -29,13 +30,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Scope = dict[str, Any]
+App = Callable[[Scope, Any, Any], Awaitable[None]]  # an ASGI application
 LAST_WORDS_SECONDS = 2.0  # for aborted streams to write their ending, then for cut requests to log
 
 
 class Drain:
     """ASGI wrapper of the API paths that knows the requests in flight and can wind them down."""
 
-    def __init__(self, app: Any, gateway: Gateway) -> None:
+    def __init__(self, app: App, gateway: Gateway) -> None:
         self.app = app
         self.gw = gateway
         self.stopping = False

@@ -33,5 +33,6 @@ class StaticFilesMiddleware:
             wn = self.whitenoise
             static_file = wn.find_file(request.path_info) if wn.autorefresh else wn.files.get(request.path_info)
             if static_file is not None:
-                return wn.serve(static_file, request)
+                response: HttpResponseBase = wn.serve(static_file, request)  # WhiteNoiseFileResponse
+                return response
         return await self.get_response(request)

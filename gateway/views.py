@@ -105,11 +105,11 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
         raise
     except Exception:
         log.exception("unexpected failure serving %s", request.path)
-        err = GatewayError("The gateway failed to serve this request; it has been logged")
+        failure = GatewayError("The gateway failed to serve this request; it has been logged")
         if ex is not None:
             ex.record.status, ex.record.error_class = 500, ErrorClass.INTERNAL
             gw.log.submit(ex.record)
-        return error_response(proto.NAME, err)
+        return error_response(proto.NAME, failure)
 
 
 async def chat_completions(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
@@ -150,7 +150,8 @@ async def healthz(gw: Gateway, request: HttpRequest) -> HttpResponse:
 def _db_ok() -> bool:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
-        return cursor.fetchone() == (1,)
+        row: tuple[object, ...] | None = cursor.fetchone()
+        return row == (1,)
 
 
 READY_TIMEOUT = 2.0  # a load balancer's probe must get its answer, not wait on a database that hangs

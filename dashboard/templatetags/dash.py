@@ -14,7 +14,7 @@ def verdict(value: object) -> str:
     """An attempt's verdict as the dashboard names it (the attempt trace stores the value)."""
 
     try:
-        return str(Verdict(value).label)
+        return str(Verdict(str(value)).label)
     except ValueError:
         return str(value or "—")
 
@@ -22,7 +22,7 @@ def verdict(value: object) -> str:
 @register.filter
 def error_class(value: object) -> str:
     try:
-        return str(ErrorClass(value).label)
+        return str(ErrorClass(str(value)).label)
     except ValueError:
         return str(value or "—")
 

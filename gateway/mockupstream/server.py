@@ -106,7 +106,9 @@ async def _serve(request: web.Request, proto: ProtocolModule) -> web.StreamRespo
     _record(state, request, raw, body, key)
     if key is None:
         return _fault_response(proto, scenarios.MISSING_KEY)
-    scripted = state.replays.get(body.get("model")) if isinstance(body, dict) else None
+    model = body.get("model") if isinstance(body, dict) else None
+    # Replays are keyed by name: any other model (a list, an object) is left to the 400 below.
+    scripted = state.replays.get(model) if isinstance(model, str) else None
     if scripted is not None:
         return await replay.answer(request, scripted)
     fault = scenarios.fault_for_key(key)

@@ -222,6 +222,14 @@ def test_invalid_request_is_a_400_naming_the_field(path: str, http: httpx.Client
     assert r.json()["error"]["message"]
 
 
+@pytest.mark.parametrize("path", PATHS)
+def test_model_that_is_not_a_string_is_a_400_not_a_crash(path: str, http: httpx.Client) -> None:
+    for model in (["mock-text"], {"id": "mock-text"}):  # unhashable: no replay can be registered for them
+        r = http.post(path, json={**BODIES[path], "model": model}, headers=AUTH)
+        assert r.status_code == 400, model
+        assert "model" in r.json()["error"]["message"]
+
+
 def test_models_list_validates_with_the_openai_sdk(base_url: str) -> None:
     models = list(openai_client(base_url).models.list())
     assert [m.id for m in models] == scenarios.MODELS
