@@ -43,7 +43,8 @@ from .errors import (InvalidRequest, NestingTooDeep, NoAccounts, UpstreamFailed,
                      upstream_message)
 from .forwarding import Forwarded, forwarded
 from .relay import TIMEOUT, Batch, Decoding, Reader, Tapping, UpstreamStream, read_until_content
-from .reqlog import Attempt, LogRecord, LogWriter
+from .logrecord import Attempt, LogRecord
+from .reqlog import LogWriter
 from .responses import SSE_HEADERS, raw_json_response
 from .routing import Route
 from .state import KeyInfo

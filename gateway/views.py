@@ -24,7 +24,7 @@ from .auth import authenticate
 from .count_tokens import count_input_tokens
 from .dispatch import Exchange, dispatch
 from .errors import GatewayError, InvalidRequest, NestingTooDeep, status_of, unavailable
-from .reqlog import LogRecord
+from .logrecord import LogRecord
 from .responses import error_response, json_response
 from .routing import check_allowed, resolve
 from .state import KeyInfo
