@@ -43,6 +43,7 @@ class ErrorClass(models.TextChoices):
     UPSTREAM_TIMEOUT = "upstream_timeout", "upstream timed out"
     UPSTREAM_TRUNCATED = "upstream_truncated", "upstream stream truncated"
     UPSTREAM_MALFORMED = "malformed_upstream", "malformed upstream answer"
+    UPSTREAM_TOO_LARGE = "upstream_too_large", "upstream answer too large"
     CLIENT_DISCONNECTED = "client_disconnected", "client disconnected"
     SHUTTING_DOWN = "shutting_down", "gateway shutting down"
     INTERNAL = "internal_error", "gateway failure"

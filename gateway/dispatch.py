@@ -42,13 +42,13 @@ from .clientstream import ClientStream, Encoding, Forwarding
 from .errors import (InvalidRequest, NestingTooDeep, NoAccounts, UpstreamFailed, UpstreamUnavailable, passable,
                      upstream_message)
 from .forwarding import Forwarded, forwarded
-from .relay import TIMEOUT, Batch, Decoding, Reader, Tapping, UpstreamStream, read_until_content
+from .relay import TIMEOUT, Batch, Bounds, Decoding, Reader, Tapping, UpstreamStream, read_until_content
 from .logrecord import Attempt, LogRecord
 from .reqlog import LogWriter
 from .responses import SSE_HEADERS, raw_json_response
 from .routing import Route
 from .state import KeyInfo
-from .upstream import NETWORK_ERRORS, Headers, UpstreamResponse, UpstreamTarget
+from .upstream import NETWORK_ERRORS, Headers, TooLarge, UpstreamResponse, UpstreamTarget
 
 if TYPE_CHECKING:
     from .app import Gateway
@@ -231,16 +231,21 @@ async def _json(gw: Gateway, ex: Exchange, proto: ProtocolModule, response: Upst
     provider = ex.route.provider
     try:
         async with asyncio.timeout(provider.first_byte_timeout + provider.idle_timeout):
-            raw = await response.aread()
+            raw = await response.read_within(gw.options.max_upstream_bytes)
     except NETWORK_ERRORS as exc:
         attempt.verdict, attempt.error = Verdict.NETWORK, _network_text(exc)
+        raise _Retry from exc
+    except TooLarge as exc:
+        attempt.verdict, attempt.error = Verdict.MALFORMED, str(exc)
         raise _Retry from exc
     finally:
         await response.aclose()
     try:
         obj = sse.loads(raw)
         resp = proto.parse_response(obj)
-    except (ValueError, ir.DecodeError) as exc:
+        if sum(len(block.text) for block in resp.blocks) > gw.options.max_answer_chars:
+            raise TooLarge(f"the upstream's answer exceeds {gw.options.max_answer_chars} characters of text")
+    except (ValueError, ir.DecodeError, TooLarge) as exc:
         attempt.verdict, attempt.error = Verdict.MALFORMED, redact(str(exc), [secret])
         raise _Retry from exc
     if resp.error is not None:
@@ -271,7 +276,8 @@ async def _open_stream(gw: Gateway, ex: Exchange, proto: ProtocolModule, respons
         client = Encoding(ex.client.stream_encoder(EncodeContext(model=ex.request.model, request=ex.request,
                                                                  body=ex.body)))
     keepalive = gw.options.keepalive_seconds
-    stream = UpstreamStream(response, reader, provider.idle_timeout, gw.streams)
+    bounds = Bounds(gw.options.max_upstream_event_bytes, gw.options.max_upstream_bytes, gw.options.max_answer_chars)
+    stream = UpstreamStream(response, reader, provider.idle_timeout, gw.streams, bounds)
     try:
         first, why = await read_until_content(stream, keepalive)
     except BaseException:

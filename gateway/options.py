@@ -26,6 +26,9 @@ class Options:
     log_bodies: bool = False
     log_body_limit: int = 16384
     upstream_max_connections: int = 4096
+    max_upstream_event_bytes: int = 8 * 1024 * 1024
+    max_upstream_bytes: int = 32 * 1024 * 1024
+    max_answer_chars: int = 2 * 1024 * 1024
     models_cache_ttl: float = 300.0
     token_usage_ttl: float = 5.0
     shutdown_grace: float = 10.0
@@ -48,6 +51,9 @@ class Options:
             log_bodies=settings.GATEWAY_LOG_BODIES,
             log_body_limit=settings.GATEWAY_LOG_BODY_LIMIT,
             upstream_max_connections=settings.GATEWAY_UPSTREAM_MAX_CONNECTIONS,
+            max_upstream_event_bytes=settings.GATEWAY_MAX_UPSTREAM_EVENT_BYTES,
+            max_upstream_bytes=settings.GATEWAY_MAX_UPSTREAM_BYTES,
+            max_answer_chars=settings.GATEWAY_MAX_ANSWER_CHARS,
             models_cache_ttl=settings.GATEWAY_MODELS_CACHE_TTL,
             token_usage_ttl=settings.GATEWAY_TOKEN_USAGE_TTL,
             shutdown_grace=settings.GATEWAY_SHUTDOWN_GRACE,

@@ -6,6 +6,16 @@ timeout) closes the upstream connection at once. The consumer waits on a queue
 with a timeout, which is what makes keepalives and idle timeouts possible
 without cancelling a half-read chunk.
 
+The pump reads only as fast as the client takes the stream: past
+``READ_AHEAD`` bytes of upstream answer not yet taken by the client's writer it
+waits (and aiohttp, no longer read, stops reading the socket, so the upstream
+is held back by TCP). A client reading 35 KB/s had made the gateway pull a
+210 MB answer into memory in under a second. The answer is also bounded
+(``Bounds``): a line or event's data, the whole body, and the text it carries
+(what encoders and taps keep to close a stream: Responses repeats it in four
+closing events, so 32 MB of text once cost 700 MB at the end of a stream); past
+a bound the stream ends with a transport error in the client's protocol.
+
 What reads the events is the exchange's :class:`Reader`: the protocol's decoder
 when the answer is translated, its tap (``translation.passthrough``) when the
 upstream's events are forwarded as they are.
@@ -24,14 +34,22 @@ from typing import Literal, Protocol
 from translation import ir
 from translation.passthrough import Tap
 from translation.protocol import StreamDecoder
-from translation.sse import SSEEvent, SSEParser
+from translation.sse import EventTooLarge, SSEEvent, SSEParser
 
-from .upstream import NETWORK_ERRORS, UpstreamResponse
+from .upstream import NETWORK_ERRORS, TooLarge, UpstreamResponse
 
 log = logging.getLogger(__name__)
 
 TIMEOUT: Literal["timeout"] = "timeout"
 CONTENT_EVENTS = (ir.BlockStart, ir.BlockDelta, ir.Finish)
+READ_AHEAD = 256 * 1024  # bytes of upstream answer read before the client has taken them
+
+
+@dataclass(frozen=True)
+class Bounds:
+    event_bytes: int = 8 * 1024 * 1024  # one SSE line, or one event's data
+    body_bytes: int = 32 * 1024 * 1024  # the whole answer, decoded
+    answer_chars: int = 2 * 1024 * 1024  # text, reasoning and arguments of all its blocks together
 
 
 @dataclass(slots=True)
@@ -44,6 +62,7 @@ class Batch:
     events: list[ir.Event]
     wire: bytes = b""
     local: bool = False
+    size: int = 0  # upstream bytes it was read from (what the read-ahead counts)
 
 
 class Reader(Protocol):
@@ -114,7 +133,7 @@ class OpenStreams:
 
 class UpstreamStream:
     def __init__(self, response: UpstreamResponse, reader: Reader, idle_timeout: float,
-                 streams: OpenStreams | None = None) -> None:
+                 streams: OpenStreams | None = None, bounds: Bounds = Bounds()) -> None:
         self._response = response
         self._reader = reader
         self.idle_timeout = idle_timeout
@@ -125,25 +144,54 @@ class UpstreamStream:
         self.last_data = time.monotonic()
         self.ended = False
         self.aborted = False
+        self._bounds = bounds
+        self._queued = 0  # bytes of the batches in _items
+        self._room: asyncio.Future[None] | None = None  # the pump waits on it while the client lags
         self._task = asyncio.create_task(self._pump())
         if streams is not None:
             streams.add(self)
 
     def _put(self, item: Batch | None) -> None:
         self._items.append(item)
+        if item is not None:
+            self._queued += item.size
         if self._waiter is not None:
             _wake(self._waiter)
 
+    async def _wait_for_room(self) -> None:
+        room = self._room = asyncio.get_running_loop().create_future()
+        try:
+            await room
+        finally:
+            self._room = None
+        # The upstream's silence counts from when it is read again, not from before the wait.
+        self.last_data = time.monotonic()
+
     async def _pump(self) -> None:
-        parser = SSEParser()
+        bounds = self._bounds
+        parser = SSEParser(bounds.event_bytes)
         reader = self._reader
+        total = chars = 0
         try:
             async for chunk in self._response.aiter_raw():
                 self.last_data = time.monotonic()
+                total += len(chunk)
+                if total > bounds.body_bytes:
+                    raise TooLarge(f"the upstream's answer exceeds {bounds.body_bytes} bytes")
                 batch = reader.read(parser.feed(chunk))
+                chars += sum([len(e.text) for e in batch.events if type(e) is ir.BlockDelta])
+                if chars > bounds.answer_chars:
+                    raise TooLarge(f"the upstream's answer exceeds {bounds.answer_chars} characters of text")
                 if batch.events or batch.wire:
+                    batch.size = len(chunk)
                     self._put(batch)
+                    if self._queued > READ_AHEAD:
+                        await self._wait_for_room()
             self._put(reader.end(parser.finish()))
+        except (EventTooLarge, TooLarge) as exc:
+            log.warning("upstream answer refused: %s", exc)
+            self._put(Batch([ir.transport_error(ir.TransportFailure.TOO_LARGE, f"upstream answer refused: {exc}")],
+                            local=True))
         except NETWORK_ERRORS as exc:
             log.info("upstream stream broke: %s", type(exc).__name__)
             self._put(Batch([ir.transport_error(ir.TransportFailure.DISCONNECTED,
@@ -172,6 +220,10 @@ class UpstreamStream:
         item = self._items.popleft()
         if item is None:
             self.ended = True
+        else:
+            self._queued -= item.size
+            if self._room is not None and self._queued <= READ_AHEAD // 2:
+                _wake(self._room)
         return item
 
     def idle_for(self) -> float:

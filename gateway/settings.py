@@ -125,6 +125,12 @@ GATEWAY_CONFIG_TTL = env.float("GATEWAY_CONFIG_TTL", default=2.0)
 # SQLite only: how often the in-memory account pool re-reads the accounts (accounts.localpool).
 GATEWAY_POOL_TTL = env.float("GATEWAY_POOL_TTL", default=1.0)
 GATEWAY_UPSTREAM_MAX_CONNECTIONS = env.int("GATEWAY_UPSTREAM_MAX_CONNECTIONS", default=4096)
+# An upstream answer is read within these bounds (decoded bytes): one SSE line or event's data, and
+# the whole body (JSON or stream). A real answer of 128k tokens is about half a megabyte.
+GATEWAY_MAX_UPSTREAM_EVENT_BYTES = env.int("GATEWAY_MAX_UPSTREAM_EVENT_BYTES", default=8 * 1024 * 1024)
+GATEWAY_MAX_UPSTREAM_BYTES = env.int("GATEWAY_MAX_UPSTREAM_BYTES", default=32 * 1024 * 1024)
+# ...and the text a streamed answer carries (2 Mi characters is four times today's longest outputs).
+GATEWAY_MAX_ANSWER_CHARS = env.int("GATEWAY_MAX_ANSWER_CHARS", default=2 * 1024 * 1024)
 GATEWAY_MODELS_CACHE_TTL = env.float("GATEWAY_MODELS_CACHE_TTL", default=300.0)
 # How often the request-log writer writes its batch (and the dashboard hears of it).
 GATEWAY_LOG_BATCH_SECONDS = env.float("GATEWAY_LOG_BATCH_SECONDS", default=1.0)

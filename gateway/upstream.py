@@ -62,6 +62,10 @@ class UpstreamTarget:
     forwarded: Forwarded = Forwarded()
 
 
+class TooLarge(Exception):
+    """An upstream answer past its bound (``gateway.relay.Bounds``)."""
+
+
 class UpstreamResponse:
     """An upstream answer whose head has arrived; the body is read by the caller, then closed."""
 
@@ -79,6 +83,18 @@ class UpstreamResponse:
 
     async def aread(self) -> bytes:
         return await self._response.read()
+
+    async def read_within(self, limit: int) -> bytes:
+        """The whole (decoded) body; :class:`TooLarge` as soon as it passes ``limit`` bytes."""
+
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in self._response.content.iter_any():
+            size += len(chunk)
+            if size > limit:
+                raise TooLarge(f"the upstream's answer exceeds {limit} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     async def aclose(self) -> None:
         """Release the connection to the pool if the body was read to the end, else drop it."""

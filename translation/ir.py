@@ -322,6 +322,7 @@ class TransportFailure(StrEnum):
     TIMEOUT = "upstream_timeout"
     TRUNCATED = "upstream_truncated"
     MALFORMED = "malformed_upstream"
+    TOO_LARGE = "upstream_too_large"  # a line, an event or the whole answer past the gateway's bounds
 
 
 @dataclass

@@ -2,8 +2,10 @@
 
 The parser does no I/O: feed it bytes as they arrive, in any chunking, and it
 returns the events completed so far (WHATWG event-stream rules: LF, CRLF or CR
-line ends, multi-line ``data:``, comments, optional ``event:``). The encoder is
-the one place that frames an event for the wire.
+line ends, multi-line ``data:``, comments, optional ``event:``). Given a bound,
+it refuses a line or an event's data past it (:class:`EventTooLarge`) instead of
+holding it: an upstream that sends 200 MB without a newline must not cost 200 MB.
+The encoder is the one place that frames an event for the wire.
 """
 
 from __future__ import annotations
@@ -21,11 +23,21 @@ class SSEEvent:
     id: str | None = None
 
 
-class SSEParser:
-    """``feed(bytes) -> events`` then ``finish() -> events`` at end of stream."""
+class EventTooLarge(ValueError):
+    """A line or an event's data past the parser's bound."""
 
-    def __init__(self) -> None:
+
+class SSEParser:
+    """``feed(bytes) -> events`` then ``finish() -> events`` at end of stream.
+
+    ``max_event_bytes``: the longest line and the most data an event may hold (None: no bound).
+    """
+
+    def __init__(self, max_event_bytes: int | None = None) -> None:
+        self._limit = max_event_bytes
         self._pieces: list[bytes] = []  # an unfinished line, kept in pieces to stay linear
+        self._held = 0  # bytes in _pieces
+        self._data_size = 0  # characters in _data
         self._pending_cr = False
         self._event: str | None = None
         self._data: list[str] = []
@@ -44,14 +56,18 @@ class SSEParser:
             self._pending_cr = chunk.endswith(b"\r")
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         if b"\n" not in chunk:
+            self._hold(chunk)
             self._pieces.append(chunk)
             return []
         lines = chunk.split(b"\n")
         if self._pieces:
+            self._hold(lines[0])
             self._pieces.append(lines[0])
             lines[0] = b"".join(self._pieces)
         rest = lines.pop()
         self._pieces = [rest] if rest else []
+        self._held = 0
+        self._hold(rest)
         out: list[SSEEvent] = []
         for line in lines:
             self._line(line, out)
@@ -65,6 +81,7 @@ class SSEParser:
         if self._pieces:
             line = b"".join(self._pieces)
             self._pieces = []
+            self._held = 0
             self._line(line, out)
         self._dispatch(out)
         return out
@@ -82,6 +99,10 @@ class SSEParser:
             value = value[1:]
         if name == "data":
             self._data.append(value)
+            if self._limit is not None:
+                self._data_size += len(value)
+                if self._data_size > self._limit:
+                    raise EventTooLarge(f"an event's data exceeds {self._limit} bytes")
         elif name == "event":
             self._event = value
         elif name == "id":
@@ -94,7 +115,14 @@ class SSEParser:
             data = self._data[0] if len(self._data) == 1 else "\n".join(self._data)
             out.append(SSEEvent(data=data, event=self._event or None, id=self._id))
         self._data = []
+        self._data_size = 0
         self._event = None
+
+    def _hold(self, piece: bytes) -> None:
+        if self._limit is not None:
+            self._held += len(piece)
+            if self._held > self._limit:
+                raise EventTooLarge(f"a line exceeds {self._limit} bytes")
 
 
 def encode(event: str | None, data: Any) -> bytes:

@@ -72,6 +72,10 @@ model                      answer
                            (non-streaming: 120 s of silence, then the JSON)
 ``mock-malformed``         2 text deltas, a line ``data: {not json``, 4 more
                            deltas, then the normal end
+``mock-huge-<MB>``         MB megabytes of text in 256 KB deltas, written as fast
+                           as the reader takes them (hostile-upstream tests)
+``mock-huge-line-<MB>``    2 text deltas, then a ``data:`` line of MB megabytes
+                           that never ends (non-streaming: the plain text)
 =========================  =====================================================
 
 Non-streaming requests get ``render_response(fold(events))`` of the complete
@@ -105,6 +109,10 @@ MODELS = [
 ]
 
 _SLOW = re.compile(r"mock-slow(?:-(\d+)x(\d+))?")
+_HUGE = re.compile(r"mock-huge-(\d+)")
+_HUGE_LINE = re.compile(r"mock-huge-line-(\d+)")
+HUGE_DELTA = "x" * (256 * 1024)
+_MEGABYTE_OF_X = b"x" * (1024 * 1024)
 _DELAY = re.compile(r"mock-delay-(\d+)")
 
 
@@ -246,6 +254,12 @@ def plan(req: ir.Request, protocol: str) -> Plan:
                 started = True
             steps.append(event)
         return Plan(model, steps, events, json_delay=count * ms / 1000)
+    if m := _HUGE.fullmatch(model):
+        return _simple(model, head + _text_answer(req, [HUGE_DELTA] * (4 * int(m[1]))))
+    if m := _HUGE_LINE.fullmatch(model):
+        answer = head + _text_answer(req, _pieces(HELLO))
+        line: list[Step] = [Raw(b"data: "), *[Raw(_MEGABYTE_OF_X)] * int(m[1])]
+        return Plan(model, [*answer[:len(head) + 3], *line], answer, ending=Ending.TRUNCATE)
     if m := _DELAY.fullmatch(model):
         events = head + _text_answer(req, _pieces(HELLO))
         delay = int(m[1]) / 1000

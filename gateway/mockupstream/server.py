@@ -44,6 +44,7 @@ class MockState:
     streams_open: int = 0
     streams_completed: int = 0
     streams_cancelled: int = 0
+    bytes_streamed: int = 0  # body bytes written to streams (how far a slow reader let it get)
     by_key: Counter[str] = field(default_factory=Counter)
     recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RECENT_REQUESTS))
     replays: dict[str, replay.Replay] = field(default_factory=dict)  # model → the exact answer
@@ -51,11 +52,12 @@ class MockState:
     def stats(self) -> dict[str, Any]:
         return {"requests": self.requests, "streams_open": self.streams_open,
                 "streams_completed": self.streams_completed,
-                "streams_cancelled": self.streams_cancelled, "by_key": dict(self.by_key)}
+                "streams_cancelled": self.streams_cancelled, "bytes_streamed": self.bytes_streamed,
+                "by_key": dict(self.by_key)}
 
     def reset(self) -> None:
         # Streams still running keep their slot in streams_open.
-        self.requests = self.streams_completed = self.streams_cancelled = 0
+        self.requests = self.streams_completed = self.streams_cancelled = self.bytes_streamed = 0
         self.by_key.clear()
         self.recent.clear()
         self.replays.clear()
@@ -166,9 +168,11 @@ async def _stream(request: web.Request, plan: Plan, encoder: StreamEncoder,
                     raise ConnectionResetError("client went away")
             elif isinstance(step, Raw):
                 await resp.write(step.data)
+                state.bytes_streamed += len(step.data)
             else:
                 for chunk in encoder.feed(step):
                     await resp.write(chunk)
+                    state.bytes_streamed += len(chunk)
         completed = await _end(request, resp, plan.ending, encoder)
     except (ConnectionError, asyncio.CancelledError):
         completed = False
