@@ -26,7 +26,7 @@ from .dispatch import Exchange, dispatch
 from .errors import GatewayError, InvalidRequest, NestingTooDeep, status_of
 from .reqlog import LogRecord
 from .responses import error_response, json_response
-from .routing import check_allowed, resolve
+from .routing import check_allowed, may_use, resolve
 from .state import KeyInfo
 
 log = logging.getLogger(__name__)
@@ -81,8 +81,8 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
         await gw.limits.check(key)
         body = parse_body(request)
         ireq = parse_request(proto, body)
+        check_allowed(key, ireq.model)  # before routing: a name the key may not use is not looked up
         route = resolve(ireq.model, snap)
-        check_allowed(key, ireq.model)
         ex = Exchange(new_id("req_"), proto, key, body, ireq, route, request.headers,
                       request.META.get("QUERY_STRING", ""))
         ex.record.request_body = gw.log.keep_body(request.body)
@@ -136,8 +136,8 @@ async def count_tokens(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
 async def models(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
     try:
         snap = await gw.config.get()
-        await authenticate(request, snap, allow_x_api_key=True)
-        return json_response(await gw.models.list_models(snap))
+        key = await authenticate(request, snap, allow_x_api_key=True)
+        return json_response(await gw.models.list_models(snap, lambda model: may_use(key, model)))
     except GatewayError as err:
         return error_response("openai_chat", err)
 
