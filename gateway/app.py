@@ -26,10 +26,10 @@ from accounts import pool as pool_state
 from accounts.db import hop
 from accounts.models import Account, Provider
 
+from .limits import Limits
 from .models_list import ModelCatalog
 from .options import Options
 from .prober import Prober
-from .ratelimit import Limits
 from .relay import OpenStreams
 from .reqlog import LogWriter, Sink
 from .routes import RouteTable, api_routes
@@ -60,7 +60,8 @@ class Gateway:
         self.routes = routes or api_routes()
         self.upstream = upstream or UpstreamClient(options.upstream_max_connections)
         self.pool = pool or make_pool(options)
-        self.limits = limits or Limits(options.redis_url, options.token_usage_ttl)
+        self.limits = limits or Limits(options.redis_url, options.token_usage_ttl,
+                                       reserve_output_tokens=options.reserve_output_tokens)
         self.log = log_writer or LogWriter(options.log_batch_seconds, sinks,
                                            options.log_body_limit if options.log_bodies else None)
         self.config = config or SnapshotCache(options.config_ttl)
@@ -84,7 +85,9 @@ class Gateway:
         if self._started:
             return
         self._started = True
-        self._tasks.append(asyncio.get_running_loop().create_task(self.prober.run(), name="account-prober"))
+        loop = asyncio.get_running_loop()
+        self._tasks.append(loop.create_task(self.prober.run(), name="account-prober"))
+        self._tasks.append(loop.create_task(self.limits.run(), name="limit-leases"))
 
     def flush(self) -> None:
         """Write what is held back in memory (log rows, pool stamps): at exit, or from a thread."""
@@ -105,6 +108,7 @@ class Gateway:
         await hop(self.flush)
         await self.upstream.aclose()
         await self.pool.aclose()
+        await self.limits.aclose()
 
 
 def log_sinks(settings: Any) -> list[Sink]:
