@@ -79,6 +79,7 @@ def load(data: dict[str, Any]) -> LoadReport:
                                      "allowed_models": list(k.get("allowed_models", [])),
                                      "rate_limit_per_minute": k.get("rate_limit_per_minute"),
                                      "daily_token_limit": k.get("daily_token_limit"),
+                                     "max_concurrent_requests": k.get("max_concurrent_requests"),
                                      "active": bool(k.get("active", True))})
         report.count("client_keys", created)
     return report

@@ -117,6 +117,8 @@ class ApiKey(UsageCounters):
     active = models.BooleanField(default=True)
     rate_limit_per_minute = models.PositiveIntegerField(null=True, blank=True)
     daily_token_limit = models.BigIntegerField(null=True, blank=True)
+    max_concurrent_requests = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Requests in flight at once, across gateway processes; empty: no cap")
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

@@ -27,12 +27,12 @@ from accounts import pool as pool_state
 from accounts.db import hop
 from accounts.models import Account, Provider
 
+from .limits import Limits
 from .models_list import ModelCatalog
 from .options import Options
 from .prober import Prober
-from .ratelimit import Limits
-from .relay import OpenStreams
 from .logspool import Spool, for_database
+from .relay import OpenStreams
 from .reqlog import LogWriter, Sink
 from .routes import RouteTable, api_routes
 from .state import SnapshotCache
@@ -63,7 +63,8 @@ class Gateway:
         self.routes = routes or api_routes()
         self.upstream = upstream or UpstreamClient(options.upstream_max_connections)
         self.pool = pool or make_pool(options)
-        self.limits = limits or Limits(options.redis_url, options.token_usage_ttl)
+        self.limits = limits or Limits(options.redis_url, options.token_usage_ttl,
+                                       reserve_output_tokens=options.reserve_output_tokens)
         self.log = log_writer or LogWriter(options.log_batch_seconds, sinks,
                                            options.log_body_limit if options.log_bodies else None, spool)
         self.config = config or SnapshotCache(options.config_ttl)
@@ -88,7 +89,9 @@ class Gateway:
             return
         self._started = True
         self.log.start()  # it first writes what a killed process left in the spool
-        self._tasks.append(asyncio.get_running_loop().create_task(self.prober.run(), name="account-prober"))
+        loop = asyncio.get_running_loop()
+        self._tasks.append(loop.create_task(self.prober.run(), name="account-prober"))
+        self._tasks.append(loop.create_task(self.limits.run(), name="limit-leases"))
 
     def flush(self) -> None:
         """Write what is held back (log rows, pool stamps) and close the spool: when stopping, from a thread."""
@@ -109,6 +112,7 @@ class Gateway:
         await hop(self.flush)
         await self.upstream.aclose()
         await self.pool.aclose()
+        await self.limits.aclose()
 
 
 def log_sinks(settings: Any) -> list[Sink]:

@@ -51,8 +51,8 @@ async def count_input_tokens(gw: Gateway, body: dict[str, Any], key: KeyInfo, sn
         req = proto.parse_request({"max_tokens": 1, **body})
     except ir.InvalidRequest as exc:
         raise InvalidRequest(exc.message, exc.param) from exc
-    route = resolve(req.model, snap)
     check_allowed(key, req.model)
+    route = resolve(req.model, snap)
     if route.provider.protocol == "anthropic":
         fwd = forwarded(client_headers, query, proto.NAME, route.provider.protocol)
         answer = await _ask_upstream(gw, body, route, fwd)

@@ -42,8 +42,9 @@ from .clientstream import ClientStream, Encoding, Forwarding
 from .errors import (InvalidRequest, NestingTooDeep, NoAccounts, UpstreamFailed, UpstreamUnavailable, passable,
                      upstream_message)
 from .forwarding import Forwarded, forwarded
-from .relay import TIMEOUT, Batch, Bounds, Decoding, Reader, Tapping, UpstreamStream, read_until_content
+from .limits import Hold
 from .logrecord import Attempt, LogRecord
+from .relay import TIMEOUT, Batch, Bounds, Decoding, Reader, Tapping, UpstreamStream, read_until_content
 from .reqlog import LogWriter
 from .responses import SSE_HEADERS, raw_json_response
 from .routing import Route
@@ -73,6 +74,8 @@ class Exchange:
     query: str = ""
     started: float = field(default_factory=time.monotonic)
     record: LogRecord = field(init=False)
+    # What the request holds against its key's limits; whoever ends the request settles it.
+    hold: Hold | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.record = LogRecord(
@@ -84,6 +87,13 @@ class Exchange:
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)
+
+    def settle(self) -> None:
+        """The request has ended: its slot and reservations go back, charged with what its record shows."""
+
+        hold, self.hold = self.hold, None
+        if hold is not None:
+            hold.settle(self.record)
 
     @property
     def passthrough(self) -> bool:
@@ -314,6 +324,8 @@ class _StreamWriter:
         self.status = 200
         self.error_class = ErrorClass.NONE
         self.logged = False
+        # The stream outlives api_call, so it ends the request's hold, not api_call.
+        self.hold, ex.hold = ex.hold, None
         # The streamed body as sent, kept only with body logging on (and only up to twice the cap).
         limit = log_writer.body_limit
         self.sent: bytearray | None = bytearray() if limit is not None else None
@@ -399,6 +411,8 @@ class _StreamWriter:
         if self.sent is not None:
             self.ex.record.response_body = self.log_writer.keep_body(self.sent.decode("utf-8", "replace"))
         self.log_writer.submit(self.ex.record)
+        if self.hold is not None:
+            self.hold.settle(self.ex.record)
 
 
 def _finish_record(ex: Exchange, status: int, usage: ir.Usage, finish: ir.Finish | None) -> None:

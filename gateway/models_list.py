@@ -74,7 +74,9 @@ class ModelCatalog:
             log.info("provider %s: /models unavailable (%s)", provider.name, type(exc).__name__)
             return [], False
 
-    async def list_models(self, snap: Snapshot) -> dict[str, Any]:
+    async def list_models(self, snap: Snapshot, listed: Callable[[str], bool] = lambda model: True) -> dict[str, Any]:
+        """Every model the gateway serves that ``listed`` lets through (the client key's model list)."""
+
         seen = dict(listed_models(snap))
         providers = list(snap.providers.values())
         fetched = await asyncio.gather(*(self.upstream_models(p) for p in providers))
@@ -84,4 +86,4 @@ class ModelCatalog:
         created = int(time.time())
         return {"object": "list",
                 "data": [{"id": name, "object": "model", "created": created, "owned_by": owner}
-                         for name, owner in sorted(seen.items())]}
+                         for name, owner in sorted(seen.items()) if listed(name)]}

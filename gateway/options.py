@@ -31,6 +31,7 @@ class Options:
     max_answer_chars: int = 2 * 1024 * 1024
     models_cache_ttl: float = 300.0
     token_usage_ttl: float = 5.0
+    reserve_output_tokens: int = 4096
     shutdown_grace: float = 10.0
     probe_interval: float = 5.0
     redis_url: str = ""
@@ -56,6 +57,7 @@ class Options:
             max_answer_chars=settings.GATEWAY_MAX_ANSWER_CHARS,
             models_cache_ttl=settings.GATEWAY_MODELS_CACHE_TTL,
             token_usage_ttl=settings.GATEWAY_TOKEN_USAGE_TTL,
+            reserve_output_tokens=settings.GATEWAY_RESERVE_OUTPUT_TOKENS,
             shutdown_grace=settings.GATEWAY_SHUTDOWN_GRACE,
             probe_interval=settings.GATEWAY_PROBE_INTERVAL,
             redis_url=settings.REDIS_URL,

@@ -111,8 +111,30 @@ def _resolve(model: str, snap: Snapshot) -> Route | None:
     return None
 
 
+def pattern_matches(pattern: str, model: str) -> bool:
+    """A key's model pattern against a model name, ``/`` by ``/``.
+
+    fnmatch's ``*`` matches ``/``, so ``acc-*`` admitted ``acc-chat/anything``: every
+    ``provider/model`` route of a provider whose name fits. Here a wildcard (``*``,
+    ``?``, ``[...]``) stays within its segment, and a name with ``/`` matches only a
+    pattern with as many: ``acc-chat/*`` for the routes of provider ``acc-chat``.
+    (Alias patterns keep fnmatch's rule: they choose where a name goes, not whether a
+    key may ask for it, and a catch-all ``*`` alias to a vendor-prefixing upstream
+    is meant to take ``anthropic/claude-…`` too.)
+    """
+
+    names, patterns = model.split("/"), pattern.split("/")
+    return len(names) == len(patterns) and all(fnmatchcase(n, p) for n, p in zip(names, patterns))
+
+
+def may_use(key: KeyInfo, model: str) -> bool:
+    """Does the key's model list (empty: every model) allow ``model``? The one check for every path."""
+
+    return not key.allowed_models or any(pattern_matches(p, model) for p in key.allowed_models)
+
+
 def check_allowed(key: KeyInfo, model: str) -> None:
-    if key.allowed_models and not any(fnmatchcase(model, pat) for pat in key.allowed_models):
+    if not may_use(key, model):
         raise PermissionDenied(f"This API key is not allowed to use the model '{_shown(model)}'", param="model")
 
 

@@ -143,8 +143,11 @@ GATEWAY_LOG_SPOOL_DIR = env("GATEWAY_LOG_SPOOL_DIR", default=str(BASE_DIR / "var
 GATEWAY_LOG_SINKS = ["dashboard.rollup.add"]
 # How often a gateway process looks for account tests ops asked for in the admin (gateway.prober).
 GATEWAY_PROBE_INTERVAL = env.float("GATEWAY_PROBE_INTERVAL", default=5.0)
-# How stale a client key's token count for today may be when its daily_token_limit is checked.
+# How stale the request log's figure for a client key's token use may be (a floor under the
+# counters that gateway.limits keeps; the log alone lags a batch behind).
 GATEWAY_TOKEN_USAGE_TTL = env.float("GATEWAY_TOKEN_USAGE_TTL", default=5.0)
+# A request with a token budget that sets no max_tokens reserves this many output tokens (gateway.limits).
+GATEWAY_RESERVE_OUTPUT_TOKENS = env.int("GATEWAY_RESERVE_OUTPUT_TOKENS", default=4096)
 # On SIGTERM, how long open requests may run on before their streams are ended (gateway.shutdown).
 GATEWAY_SHUTDOWN_GRACE = env.float("GATEWAY_SHUTDOWN_GRACE", default=10.0)
 DATA_UPLOAD_MAX_MEMORY_SIZE = None  # the API body limit is enforced by gateway.bodylimit before Django reads

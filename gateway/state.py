@@ -42,6 +42,7 @@ class KeyInfo:
     allowed_models: tuple[str, ...]
     rate_limit_per_minute: int | None
     daily_token_limit: int | None
+    max_concurrent_requests: int | None = None
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,8 @@ def _load() -> Snapshot:
 
 
 def key_info(k: Any) -> KeyInfo:
-    return KeyInfo(k.pk, k.name, tuple(k.allowed_models or ()), k.rate_limit_per_minute, k.daily_token_limit)
+    return KeyInfo(k.pk, k.name, tuple(k.allowed_models or ()), k.rate_limit_per_minute, k.daily_token_limit,
+                   k.max_concurrent_requests)
 
 
 class SnapshotCache:

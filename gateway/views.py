@@ -24,9 +24,10 @@ from .auth import authenticate
 from .count_tokens import count_input_tokens
 from .dispatch import Exchange, dispatch
 from .errors import GatewayError, InvalidRequest, NestingTooDeep, status_of, unavailable
+from .limits import request_estimate
 from .logrecord import LogRecord
 from .responses import error_response, json_response
-from .routing import check_allowed, resolve
+from .routing import check_allowed, may_use, resolve
 from .state import KeyInfo
 
 log = logging.getLogger(__name__)
@@ -78,13 +79,15 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
     try:
         snap = await gw.config.get()
         key = await authenticate(request, snap, allow_x_api_key)
-        await gw.limits.check(key)
+        await gw.limits.check_rate(key)
         body = parse_body(request)
         ireq = parse_request(proto, body)
+        check_allowed(key, ireq.model)  # before routing: a name the key may not use is not looked up
         route = resolve(ireq.model, snap)
-        check_allowed(key, ireq.model)
         ex = Exchange(new_id("req_"), proto, key, body, ireq, route, request.headers,
                       request.META.get("QUERY_STRING", ""))
+        ex.hold = await gw.limits.admit(key, ex.request_id, request_estimate(
+            proto.NAME, body, ireq, len(request.body), gw.options.reserve_output_tokens))
         ex.record.request_body = gw.log.keep_body(request.body)
         return await dispatch(gw, ex)
     except (GatewayError, DatabaseUnavailable) as exc:
@@ -110,6 +113,9 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
             ex.record.status, ex.record.error_class = 500, ErrorClass.INTERNAL
             gw.log.submit(ex.record)
         return error_response(proto.NAME, failure)
+    finally:
+        if ex is not None:
+            ex.settle()  # every ending but a stream's (its writer took the hold and settles it at its end)
 
 
 async def chat_completions(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
@@ -128,6 +134,7 @@ async def count_tokens(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
     try:
         snap = await gw.config.get()
         key = await authenticate(request, snap, allow_x_api_key=True)
+        await gw.limits.check_rate(key)
         return await count_input_tokens(gw, parse_body(request), key, snap, request.headers,
                                         request.META.get("QUERY_STRING", ""))
     except GatewayError as err:
@@ -137,8 +144,8 @@ async def count_tokens(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
 async def models(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
     try:
         snap = await gw.config.get()
-        await authenticate(request, snap, allow_x_api_key=True)
-        return json_response(await gw.models.list_models(snap))
+        key = await authenticate(request, snap, allow_x_api_key=True)
+        return json_response(await gw.models.list_models(snap, lambda model: may_use(key, model)))
     except GatewayError as err:
         return error_response("openai_chat", err)
 

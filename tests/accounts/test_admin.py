@@ -230,12 +230,13 @@ def test_the_test_action_queues_any_number_of_accounts_and_the_list_shows_each_o
 
 def test_a_new_client_key_is_shown_once_and_only_its_hash_is_stored(staff: Client) -> None:
     response = staff.post("/admin/accounts/apikey/add/", {"name": "team-a", "allowed_models": '["gpt-*"]',
-                                                         "active": "on"})
+                                                         "active": "on", "max_concurrent_requests": "5"})
     page = text_of(response)
     assert response.status_code == 200 and "no-store" in response.headers.get("Cache-Control", "")
     plain = re.search(r'value="(gw-[A-Za-z0-9_\-]+)"', page).group(1)  # type: ignore[union-attr]
     key = ApiKey.objects.get(name="team-a")
     assert key.key_hash == hash_client_key(plain) and key.allowed_models == ["gpt-*"]
+    assert key.max_concurrent_requests == 5
     assert key.key_hint == f"gw-…{plain[-4:]}"
     assert plain not in response.cookies.output()  # not parked in a message cookie either
     for url in ("/admin/accounts/apikey/", f"/admin/accounts/apikey/{key.pk}/change/"):

@@ -34,6 +34,7 @@ model = "gpt-5-mini"
 [[client_keys]]
 name = "dev"
 key = "gw-dev-key"
+max_concurrent_requests = 4
 """
 
 pytestmark = pytest.mark.django_db
@@ -58,6 +59,7 @@ def test_loads_providers_accounts_aliases_and_keys(tmp_path: Path) -> None:
     key = ApiKey.objects.get(name="dev")
     assert key.key_hash == hash_client_key("gw-dev-key")
     assert "gw-dev-key" not in key.key_hash
+    assert key.max_concurrent_requests == 4 and key.daily_token_limit is None
 
 
 def test_a_dash_reads_the_config_from_standard_input(monkeypatch: pytest.MonkeyPatch) -> None:

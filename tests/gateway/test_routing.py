@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gateway.errors import ModelNotFound, PermissionDenied
-from gateway.routing import check_allowed, listed_models, resolve, vendor_prefixed
+from gateway.routing import check_allowed, listed_models, may_use, pattern_matches, resolve, vendor_prefixed
 from gateway.state import AliasInfo, KeyInfo, ProviderInfo, Snapshot
 from translation.ir import UpstreamCaps
 
@@ -142,6 +142,31 @@ def test_a_key_may_use_only_its_allowed_models() -> None:
     check_allowed(key("gpt-*", "claude-haiku-4-5"), "claude-haiku-4-5")
     with pytest.raises(PermissionDenied):
         check_allowed(key("gpt-*", "claude-haiku-4-5"), "claude-opus-4-6")
+
+
+@pytest.mark.parametrize(("pattern", "model", "matches"), [
+    ("acc-*", "acc-chat-2", True),
+    ("acc-*", "acc-chat/x", False),  # fnmatch's * crossed the provider/model slash
+    ("acc-*", "acc-chat/x/y", False),
+    ("acc-?", "acc/", False),
+    ("acc[-/]x", "acc/x", False),  # a bracket never matches the slash either
+    ("*", "pool-a/gpt-5", False),
+    ("acc-chat/*", "acc-chat/x", True),
+    ("acc-chat/*", "acc-chat/x/y", False),  # one * is one segment
+    ("acc-chat/*/*", "acc-chat/anthropic/claude-sonnet-4-6", True),
+    ("*/gpt-5", "pool-a/gpt-5", True),
+    ("*/gpt-5", "gpt-5", False),
+    ("claude-[hs]*", "claude-haiku-4-5", True),
+])
+def test_a_model_pattern_never_crosses_a_slash(pattern: str, model: str, matches: bool) -> None:
+    assert pattern_matches(pattern, model) is matches
+    assert may_use(key(pattern), model) is matches
+
+
+def test_a_key_restricted_to_names_without_a_slash_cannot_reach_provider_routes() -> None:
+    with pytest.raises(PermissionDenied):
+        check_allowed(key("acc-*"), "acc-chat/anything-expensive")
+    check_allowed(key("acc-*"), "acc-chat-2")
 
 
 def test_listed_models_are_served_models_and_exact_aliases_once_each() -> None:

@@ -1,25 +1,29 @@
-"""Per-key request-rate and daily-token limits: 429 in the caller's envelope with Retry-After."""
+"""Per-key limits from outside, against real gateway processes: model patterns, request rate, daily
+tokens reserved before dispatch, concurrency caps; refusals are 429 (403) in the caller's envelope."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from django.db import connection
-from django.test import override_settings
 
 from accounts.config_file import load
 from gateway.errors import RateLimited
-from gateway.ratelimit import WINDOW_SECONDS, Limits
+from gateway.limits import WINDOW_SECONDS, Limits
 from gateway.state import KeyInfo
+from tests.e2e import clients
 from tests.e2e.conftest import pool_config
-from tests.hardening.envelope import CHAT, MSGS, RESP, check_error_envelope
+from tests.hardening.envelope import CHAT, COUNT, MSGS, RESP, check_error_envelope
 from tests.servers import Server, database_url, free_port, gateway_processes
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -121,15 +125,217 @@ def test_the_request_rate_is_shared_by_gateway_processes_through_redis(
 
 def test_with_redis_unreachable_the_limit_is_still_kept_in_process() -> None:
     key = KeyInfo(id=1, name="k", allowed_models=(), rate_limit_per_minute=2, daily_token_limit=None)
-    with override_settings(REDIS_URL=f"redis://127.0.0.1:{free_port()}/0"):
-        wait_for_fresh_window(5)
-        limits = Limits()
+    wait_for_fresh_window(5)
+    limits = Limits(f"redis://127.0.0.1:{free_port()}/0")
 
-        async def three() -> None:
-            await limits.check(key)
-            await limits.check(key)
-            with pytest.raises(RateLimited) as info:
-                await limits.check(key)
-            assert 1 <= int(info.value.headers["Retry-After"]) <= WINDOW_SECONDS
+    async def three() -> None:
+        await limits.check_rate(key)
+        await limits.check_rate(key)
+        with pytest.raises(RateLimited) as info:
+            await limits.check_rate(key)
+        assert 1 <= int(info.value.headers["Retry-After"]) <= WINDOW_SECONDS
+        await limits.aclose()
 
-        asyncio.run(three())
+    asyncio.run(three())
+
+
+# ---------------------------------------------------------------- limits that mean what they say
+
+
+def stream_body(model: str = "up-anthropic/mock-slow-20x100", max_tokens: int = 20) -> dict[str, Any]:
+    return {"model": model, "max_tokens": max_tokens, "stream": True,
+            "messages": [{"role": "user", "content": "hi"}]}
+
+
+def served_tokens(resp: httpx.Response) -> int:
+    """Input + output tokens an Anthropic stream reported (0 for a refusal)."""
+
+    if resp.status_code != 200:
+        return 0
+    usage: dict[str, int] = {}
+    for line in resp.text.splitlines():
+        if line.startswith("data: "):
+            event = orjson.loads(line[6:])
+            usage.update(event.get("usage") or event.get("message", {}).get("usage") or {})
+    return usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+
+
+async def concurrent_streams(urls: list[str], key: str, count: int, body: dict[str, Any]) -> list[httpx.Response]:
+    """``count`` streams started together, spread over ``urls``, each read to its end."""
+
+    async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=count)) as client:
+        return await asyncio.gather(*(
+            client.post(urls[i % len(urls)] + MSGS, json=body, headers={"x-api-key": key})
+            for i in range(count)))
+
+
+def assert_refused(resp: httpx.Response, *words: str) -> None:
+    assert_rate_limited(MSGS, resp, 86_400)
+    message = resp.json()["error"]["message"]
+    assert all(w in message for w in words), message
+
+
+def test_a_key_pattern_without_a_slash_does_not_reach_provider_routes(pool: Any, gateway: Server,
+                                                                     mock_upstream: Server) -> None:
+    config = pool_config(mock_upstream)
+    config["providers"].append({**config["providers"][0], "name": "acc-chat"})
+    config["aliases"] = [{"name": "acc-chat-2", "provider": "up-openai_chat", "model": "mock-text"}]
+    load(config)
+    key = limited_key(mock_upstream, allowed_models=["acc-*"])
+    headers = {"authorization": f"Bearer {key}"}
+    hi = [{"role": "user", "content": "hi"}]
+    refused = httpx.post(gateway.url + CHAT, headers=headers, json={"model": "acc-chat/mock-text", "messages": hi})
+    assert refused.status_code == 403
+    assert check_error_envelope(CHAT, 403, refused.headers, refused.content)["error"]["type"] == "permission_error"
+    allowed = httpx.post(gateway.url + CHAT, headers=headers, json={"model": "acc-chat-2", "messages": hi})
+    assert allowed.status_code == 200, allowed.text
+    # The same rule on count_tokens, in the Anthropic envelope.
+    counted = httpx.post(gateway.url + COUNT, headers={"x-api-key": key},
+                         json={"model": "acc-chat/mock-text", "messages": hi})
+    assert counted.status_code == 403
+    check_error_envelope(COUNT, 403, counted.headers, counted.content)
+    assert httpx.post(gateway.url + COUNT, headers={"x-api-key": key},
+                      json={"model": "acc-chat-2", "messages": hi}).status_code == 200
+
+
+def test_count_tokens_keeps_to_the_keys_models_and_rate(pool: Any, gateway: Server, mock_upstream: Server) -> None:
+    key = limited_key(mock_upstream, allowed_models=["up-anthropic/*"], rate_limit_per_minute=3)
+    wait_for_fresh_window()
+    hi = [{"role": "user", "content": "hi"}]
+
+    def count(model: str) -> httpx.Response:
+        return httpx.post(gateway.url + COUNT, headers={"x-api-key": key}, json={"model": model, "messages": hi})
+
+    forbidden = count("up-openai_chat/mock-text")
+    assert forbidden.status_code == 403
+    check_error_envelope(COUNT, 403, forbidden.headers, forbidden.content)
+    assert [count("up-anthropic/mock-text").status_code for _ in range(2)] == [200, 200]
+    limited = count("up-anthropic/mock-text")
+    assert_rate_limited(COUNT, limited, WINDOW_SECONDS)
+
+
+def test_the_model_list_shows_a_key_only_its_models(pool: Any, gateway: Server, mock_upstream: Server) -> None:
+    config = pool_config(mock_upstream)
+    config["aliases"] = [{"name": "acc-chat-2", "provider": "up-openai_chat", "model": "mock-text"},
+                         {"name": "other-model", "provider": "up-openai_chat", "model": "mock-text"}]
+    load(config)
+    restricted = limited_key(mock_upstream, allowed_models=["acc-*", "mock-t*"])
+    everything = limited_key(mock_upstream)
+    listed = {m.id for m in clients.openai_client(gateway.url, restricted).models.list()}
+    assert listed == {"acc-chat-2", "mock-text", "mock-tool", "mock-truncated"}
+    assert {"acc-chat-2", "other-model", "mock-long"} <= {
+        m.id for m in clients.openai_client(gateway.url, everything).models.list()}
+
+
+def test_a_burst_of_streams_overshoots_a_daily_token_limit_by_one_request_at_most(
+        pool: Any, gateway: Server, mock_upstream: Server) -> None:
+    # Each stream reserves its input (~4) + max_tokens (20) and is served 21 tokens over 2 s. Before
+    # reservations all 30 were served (630 tokens): the limit read a log written a second later.
+    key = limited_key(mock_upstream, daily_token_limit=40)
+    answers = asyncio.run(concurrent_streams([gateway.url], key, 30, stream_body()))
+    served = [served_tokens(r) for r in answers if r.status_code == 200]
+    assert served and sum(served) - 40 <= max(served), served
+    assert len(served) + sum(r.status_code == 429 for r in answers) == 30
+    for resp in answers:
+        if resp.status_code == 429:  # refused for what is reserved in flight, or (late) for what was used
+            assert_refused(resp, "40 tokens")
+    assert any("reserved by requests in flight" in r.json()["error"]["message"] for r in answers
+               if r.status_code == 429)
+    later = httpx.post(gateway.url + MSGS, json=stream_body(), headers={"x-api-key": key})
+    assert_refused(later, "used its 40 tokens", "UTC")
+
+
+def test_at_most_the_concurrency_cap_is_served_at_once_and_slots_come_back(
+        pool: Any, gateway: Server, mock_upstream: Server) -> None:
+    key = limited_key(mock_upstream, max_concurrent_requests=3)
+    answers = asyncio.run(concurrent_streams([gateway.url], key, 8, stream_body()))
+    assert sorted(r.status_code for r in answers) == [200] * 3 + [429] * 5
+    assert all(served_tokens(r) == 21 for r in answers if r.status_code == 200)
+    for resp in answers:
+        if resp.status_code == 429:
+            assert_refused(resp, "limited to 3 concurrent requests")
+    # Slots come back when the streams end, whether the client read to the end or hung up halfway.
+    with httpx.Client(timeout=30) as client:
+        for _ in range(3):
+            with client.stream("POST", gateway.url + MSGS, json=stream_body(), headers={"x-api-key": key}) as r:
+                assert r.status_code == 200
+                next(r.iter_raw())
+    deadline = time.monotonic() + 5
+    while True:
+        answers = asyncio.run(concurrent_streams([gateway.url], key, 4, stream_body("up-anthropic/mock-text")))
+        statuses = sorted(r.status_code for r in answers)
+        if statuses == [200] * 3 + [429] or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)  # the gateway hears of a hang-up when its next write fails
+    assert statuses == [200] * 3 + [429]
+
+
+def test_two_processes_share_the_concurrency_cap_and_the_token_reservations(
+        two_gateways_on_redis: tuple[Server, Server], mock_upstream: Server) -> None:
+    urls = [gw.url for gw in two_gateways_on_redis]
+    capped = limited_key(mock_upstream, max_concurrent_requests=2)
+    answers = asyncio.run(concurrent_streams(urls, capped, 6, stream_body()))
+    assert sorted(r.status_code for r in answers) == [200] * 2 + [429] * 4  # per process, 4 would pass
+    budget = limited_key(mock_upstream, daily_token_limit=40)
+    answers = asyncio.run(concurrent_streams(urls, budget, 20, stream_body()))
+    served = [served_tokens(r) for r in answers if r.status_code == 200]
+    # Shared: one request's worth over in all, where each process counting alone would serve ~4 streams.
+    assert served and sum(served) - 40 <= max(served), served
+
+
+@pytest.fixture
+def own_redis() -> Iterator[int]:
+    """A Redis server of this test's own (so freezing it holds up nobody else); its port."""
+
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+    port = free_port()
+    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no", "--enable-debug-command", "local"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).stdout != b"PONG\n":
+            assert time.monotonic() < deadline and proc.poll() is None, "redis-server did not start"
+            time.sleep(0.1)
+        yield port
+    finally:
+        proc.kill()  # frozen in DEBUG SLEEP it would finish the sleep before a SIGTERM
+        proc.wait()
+
+
+async def rate_limited_load(url: str, key: str, seconds: float, clients: int) -> list[int]:
+    """Statuses of ``clients`` callers asking one after another for ``seconds``."""
+
+    statuses: list[int] = []
+    deadline = time.monotonic() + seconds
+    async with httpx.AsyncClient(timeout=30) as client:
+        async def caller() -> None:
+            while time.monotonic() < deadline:
+                resp = await client.post(url + CHAT, json=BODIES[CHAT], headers={"authorization": f"Bearer {key}"})
+                statuses.append(resp.status_code)
+
+        await asyncio.gather(*(caller() for _ in range(clients)))
+    return statuses
+
+
+def test_a_frozen_redis_costs_one_timeout_not_one_per_request(pool: Any, mock_upstream: Server,
+                                                              own_redis: int) -> None:
+    key = limited_key(mock_upstream, rate_limit_per_minute=1_000_000)
+    url = database_url(connection.settings_dict)
+    clients, seconds = 8, 5.0
+    with gateway_processes(url, 1, {"REDIS_URL": f"redis://127.0.0.1:{own_redis}/0"}) as (gw,):
+        live = asyncio.run(rate_limited_load(gw.url, key, 2.0, clients))
+        sleeper = subprocess.Popen(["redis-cli", "-p", str(own_redis), "DEBUG", "SLEEP", "10"],
+                                   stdout=subprocess.DEVNULL)
+        try:
+            time.sleep(0.2)
+            frozen = asyncio.run(rate_limited_load(gw.url, key, seconds, clients))
+        finally:
+            sleeper.kill()
+            sleeper.wait()
+    print(f"\nrate-limited requests: {len(live) / 2.0:.0f}/s with Redis up, "
+          f"{len(frozen) / seconds:.0f}/s with it frozen ({clients} clients)")
+    assert set(live) == {200} and set(frozen) == {200}
+    # Without the breaker each request waited out the 1 s socket timeout: at most clients × seconds.
+    assert len(frozen) >= 5 * clients * seconds

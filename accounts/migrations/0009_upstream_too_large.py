@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounts', '0007_pick_spec_probe_outcomes'),
+        ('accounts', '0008_apikey_max_concurrent_requests'),
     ]
 
     operations = [

@@ -1,0 +1,135 @@
+"""What a key may spend per period, and what the request log says it has spent.
+
+A :class:`Budget` is one such limit: a unit (tokens today; the USD budgets of a
+later change are micro-dollars, so that every amount is an integer Redis can
+``INCRBY``), a limit, a :class:`Period`, how a finished request is measured in
+that unit, and how the log is summed for a key since a time. Budgets are
+counted in fixed periods that every process computes alike from the clock (the
+UTC day, a 5-hour block since the epoch, the ISO week, the calendar month), so
+the period's start names its counters: a sliding window could not be one
+counter.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from django.db import DatabaseError
+
+from accounts.db import DatabaseUnavailable, hop
+
+from ..state import KeyInfo
+
+if TYPE_CHECKING:
+    from ..logrecord import LogRecord
+
+log = logging.getLogger(__name__)
+
+UTC = dt.timezone.utc
+
+
+@dataclass(frozen=True)
+class Period:
+    name: str  # in counter names
+    phrase: str  # in messages: "its 40 tokens for <phrase>"
+    bounds: Callable[[dt.datetime], tuple[dt.datetime, dt.datetime]]
+
+
+def _day(now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
+    start = dt.datetime.combine(now.astimezone(UTC).date(), dt.time(), tzinfo=UTC)
+    return start, start + dt.timedelta(days=1)
+
+
+def _five_hours(now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
+    block = 5 * 3600
+    start = dt.datetime.fromtimestamp(int(now.timestamp()) // block * block, UTC)
+    return start, start + dt.timedelta(seconds=block)
+
+
+def _week(now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
+    day, _ = _day(now)
+    start = day - dt.timedelta(days=day.weekday())
+    return start, start + dt.timedelta(days=7)
+
+
+def _month(now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
+    day, _ = _day(now)
+    start = day.replace(day=1)
+    return start, (start + dt.timedelta(days=32)).replace(day=1)
+
+
+DAY = Period("day", "today (UTC)", _day)
+FIVE_HOURS = Period("5h", "this 5-hour block (UTC)", _five_hours)
+WEEK = Period("week", "this week (UTC, from Monday)", _week)
+MONTH = Period("month", "this month (UTC)", _month)
+
+
+@dataclass(frozen=True)
+class Budget:
+    unit: str  # "tokens"; in counter names and messages
+    limit: int
+    period: Period
+    measure: Callable[[LogRecord], int]  # what a finished request spent, in the unit
+    logged: Callable[[int, dt.datetime], int]  # sync: what the log shows key id spent since a time
+
+    def scope(self, key: KeyInfo, start: dt.datetime) -> str:
+        return f"{self.unit}:{self.period.name}:{int(start.timestamp())}:{key.id}:{key.name}"
+
+
+def tokens_of(record: LogRecord) -> int:
+    return record.input_tokens + record.output_tokens
+
+
+def tokens_logged(key_id: int, since: dt.datetime) -> int:
+    from django.db.models import F, Sum
+
+    from accounts.models import RequestLog
+
+    total = RequestLog.objects.filter(client_key_id=key_id, created_at__gte=since).aggregate(
+        used=Sum(F("input_tokens") + F("output_tokens")))["used"]
+    return int(total or 0)
+
+
+def budgets_of(key: KeyInfo) -> list[Budget]:
+    """The key's budgets: the daily token limit (the place for the USD budgets to come)."""
+
+    if key.daily_token_limit is None:
+        return []
+    return [Budget("tokens", key.daily_token_limit, DAY, tokens_of, tokens_logged)]
+
+
+class LogUsage:
+    """What the log shows a key spent in a period, re-read at most every ``ttl`` seconds.
+
+    Only a floor for the counters (``gateway.limits.store``): the log is written a
+    batch later than requests end, which is why it alone let a burst through.
+    """
+
+    def __init__(self, ttl: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._ttl = ttl
+        self._clock = clock
+        self._cache: dict[tuple[str, int, dt.datetime], tuple[float, int]] = {}
+
+    async def since(self, budget: Budget, key_id: int, start: dt.datetime) -> int:
+        ident = (budget.unit, key_id, start)
+        now = self._clock()
+        cached = self._cache.get(ident)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        try:
+            used = await hop(budget.logged, key_id, start)
+        except (DatabaseError, DatabaseUnavailable) as exc:
+            # The counters still hold what this process and Redis saw; the database's outage is
+            # answered where a request needs the database (the account pick), not here.
+            log.warning("request log unreadable for a key's %s (%s); using the last figure",
+                        budget.unit, type(exc).__name__)
+            return cached[1] if cached is not None else 0
+        if len(self._cache) > 10_000:
+            self._cache = {k: v for k, v in self._cache.items() if v[0] > now}
+        self._cache[ident] = (now + self._ttl, used)
+        return used

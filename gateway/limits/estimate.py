@@ -1,0 +1,48 @@
+"""How much a request reserves of its key's token budget before it is sent: input + the most it may answer.
+
+Input: Anthropic bodies through the count_tokens estimate (``gateway.tokens``,
+which also prices images and PDFs by Anthropic's rules); Chat and Responses
+bodies at a quarter of their size in bytes, which counts JSON punctuation and
+base64 media too and so errs high, the safe side for a reservation. Output:
+the request's own cap (``max_tokens``, ``max_completion_tokens``,
+``max_output_tokens``, times ``n`` choices), or ``GATEWAY_RESERVE_OUTPUT_TOKENS``
+when it sets none. A request that stops earlier gives the difference back when
+it is settled; one that answers more than its reservation (no cap, a long
+answer) is charged what it used, so the estimate bounds how far a burst can
+overshoot, not what a request may use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from translation import ir
+
+from ..errors import NestingTooDeep
+from ..tokens import estimate_input_tokens
+from .budgets import Budget
+
+
+def tokens_to_reserve(client: str, body: dict[str, Any], request: ir.Request, body_bytes: int,
+                      default_output: int) -> int:
+    input_tokens = body_bytes // 4
+    if client == "anthropic":
+        try:
+            input_tokens = estimate_input_tokens(body)
+        except NestingTooDeep:
+            pass  # refused later, where the body is serialised; the size will do meanwhile
+    cap = request.max_tokens if request.max_tokens is not None and request.max_tokens > 0 else default_output
+    return max(1, input_tokens + cap * max(1, request.choices))
+
+
+def request_estimate(client: str, body: dict[str, Any], request: ir.Request, body_bytes: int,
+                     default_output: int) -> Callable[[Budget], int]:
+    """What a request may spend of each of its key's budgets (``Limits.admit`` asks per budget)."""
+
+    def estimate(budget: Budget) -> int:
+        if budget.unit == "tokens":
+            return tokens_to_reserve(client, body, request, body_bytes, default_output)
+        raise ValueError(f"no estimate for a budget in {budget.unit}")
+
+    return estimate

@@ -1,0 +1,236 @@
+"""The app's limits: what a client key may ask for, how often, how much and how many at once.
+
+Checked in this order, each refused with 429 in the caller's envelope, a
+``Retry-After`` and a message naming the limit:
+
+1. requests per minute (``check_rate``, before the body is read): fixed
+   one-minute windows; a window boundary can let up to twice the limit through in
+   a short burst, the price of one round trip per request;
+2. concurrent requests (``admit``): a slot leased for the request's lifetime;
+3. budgets (``admit``): each reserves an estimate of what the request will
+   spend (``estimate.py``) before it is sent, and it is refused while what
+   finished requests spent plus what is reserved in flight has reached the
+   limit. The request that crosses the limit is served, so a burst overshoots by
+   at most one request's reservation, not by everything in flight.
+
+What ``admit`` grants is a :class:`Hold`, settled once when the request ends,
+whichever way it ends: ``api_call`` settles it for a JSON answer or an error,
+the stream writer when its stream ends (finished, failed or abandoned by the
+client). Settling gives the slot and the reservations back and charges each
+budget what the request's log record shows it spent.
+
+With ``REDIS_URL`` the counts live in Redis (``store.RedisStore``) and every
+gateway process shares them; a lease that a crashed process never gave back
+lapses after ``LEASE_SECONDS``, and this process renews the leases of its live
+requests every third of that. Without Redis, or while the breaker
+(``breaker.py``) keeps Redis out, they live in this process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import math
+import time
+import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+from ..errors import RateLimited
+from ..state import KeyInfo
+from .breaker import Breaker
+from .budgets import Budget, LogUsage, budgets_of
+from .store import Granted, LocalStore, RedisStore, SharedUnavailable, Store
+
+if TYPE_CHECKING:
+    from ..logrecord import LogRecord
+
+T = TypeVar("T")
+
+WINDOW_SECONDS = 60
+# How long a slot or a reservation outlives a process that died holding it.
+LEASE_SECONDS = 30.0
+# Kept past a period's end: a request admitted just before it settles into that period's counter.
+PERIOD_GRACE_SECONDS = 3600
+
+
+@dataclass(frozen=True)
+class Lease:
+    store: Store  # where it was granted, and so where it is given back
+    scope: str
+    member: str
+    budget: Budget | None  # None: a concurrency slot
+
+
+class Hold:
+    """What one admitted request holds against its key's limits until it ends."""
+
+    def __init__(self, limits: Limits, request_id: str) -> None:
+        self.request_id = request_id
+        self.leases: list[Lease] = []
+        self.loop = asyncio.get_running_loop()
+        self._limits = limits
+        self._settled = False
+
+    def settle(self, record: LogRecord | None = None) -> None:
+        """The request has ended: give everything back, charging each budget what ``record`` shows
+        was spent (nothing without one). Once; from any thread (a collected stream settles from the
+        garbage collector's)."""
+
+        if self._settled:
+            return
+        self._settled = True
+        if self.leases:
+            self._limits.give_back(self, record)
+
+
+class Limits:
+    def __init__(self, redis_url: str = "", token_usage_ttl: float = 5.0, *,
+                 reserve_output_tokens: int = 4096, lease: float = LEASE_SECONDS,
+                 breaker: Breaker | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.local = LocalStore()
+        self.shared = RedisStore(redis_url, breaker) if redis_url else None
+        self.usage = LogUsage(token_usage_ttl)
+        self.reserve_output_tokens = reserve_output_tokens
+        self.lease = lease
+        self._clock = clock
+        # Weakly held: a hold dropped without being settled (a bug) stops being renewed and lapses.
+        self._live: weakref.WeakSet[Hold] = weakref.WeakSet()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def _on(self, op: Callable[[Store], Awaitable[T]]) -> tuple[Store, T]:
+        """``op`` on Redis when it can be asked, else on this process's store."""
+
+        if self.shared is not None:
+            try:
+                return self.shared, await op(self.shared)
+            except SharedUnavailable:
+                pass
+        return self.local, await op(self.local)
+
+    async def check_rate(self, key: KeyInfo) -> None:
+        """Count a request against the key's requests per minute; raise :class:`RateLimited` over it."""
+
+        limit = key.rate_limit_per_minute
+        if limit is None:
+            return
+        now = self._clock()
+        window = int(now // WINDOW_SECONDS)
+        name = f"{key.id}:{key.name}:{window}"
+        _, count = await self._on(lambda store: store.hit(name, 2 * WINDOW_SECONDS))
+        if count > limit:
+            retry_after = max(1, math.ceil((window + 1) * WINDOW_SECONDS - now))
+            raise RateLimited(f"This API key is limited to {limit} requests per minute",
+                              headers={"Retry-After": str(retry_after)})
+
+    async def admit(self, key: KeyInfo, request_id: str, estimate: Callable[[Budget], int]) -> Hold:
+        """A concurrency slot and a reservation on each budget for the request, or :class:`RateLimited`.
+
+        ``estimate``: what the request may spend of a budget, asked only when the key has one.
+        """
+
+        hold = Hold(self, request_id)
+        cap = key.max_concurrent_requests
+        budgets = budgets_of(key)
+        if cap is None and not budgets:
+            return hold
+        try:
+            if cap is not None:
+                await self._take_slot(hold, key, cap)
+            for budget in budgets:
+                await self._reserve(hold, key, budget, estimate(budget))
+        except BaseException:
+            hold.settle()
+            raise
+        self._live.add(hold)
+        return hold
+
+    async def _take_slot(self, hold: Hold, key: KeyInfo, cap: int) -> None:
+        scope = f"conc:{key.id}:{key.name}"
+        store, granted = await self._on(lambda s: s.take(scope, hold.request_id, cap, self.lease))
+        if not granted.ok:
+            raise RateLimited(f"This API key is limited to {cap} concurrent requests and has {granted.held} "
+                              "in flight; retry when one finishes", headers={"Retry-After": "1"})
+        hold.leases.append(Lease(store, scope, hold.request_id, None))
+
+    async def _reserve(self, hold: Hold, key: KeyInfo, budget: Budget, amount: int) -> None:
+        now = dt.datetime.fromtimestamp(self._clock(), dt.timezone.utc)
+        start, end = budget.period.bounds(now)
+        logged = await self.usage.since(budget, key.id, start)
+        scope = budget.scope(key, start)
+        member = f"{hold.request_id}:{amount}"
+        keep = (end - now).total_seconds() + PERIOD_GRACE_SECONDS
+        store, granted = await self._on(
+            lambda s: s.reserve(scope, member, amount, budget.limit, logged, self.lease, keep))
+        if not granted.ok:
+            raise over_budget(budget, granted, now, end)
+        hold.leases.append(Lease(store, scope, member, budget))
+
+    def give_back(self, hold: Hold, record: LogRecord | None) -> None:
+        """Return ``hold``'s leases, on its loop (from whichever thread ends the request)."""
+
+        def start() -> None:
+            self._live.discard(hold)
+            task = hold.loop.create_task(self._return(hold, record))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+        try:
+            on_loop = asyncio.get_running_loop() is hold.loop
+        except RuntimeError:
+            on_loop = False
+        if on_loop:
+            start()
+            return
+        try:
+            hold.loop.call_soon_threadsafe(start)
+        except RuntimeError:
+            pass  # the loop is closed: the process is ending, and with it what it held
+
+    async def _return(self, hold: Hold, record: LogRecord | None) -> None:
+        for lease in hold.leases:
+            spent = lease.budget.measure(record) if lease.budget is not None and record is not None else 0
+            try:
+                await lease.store.give_back(lease.scope, lease.member, spent)
+            except SharedUnavailable:
+                pass  # Redis is out of reach: the lease lapses there by itself, and the log has the spend
+
+    async def renew(self) -> None:
+        """Extend the leases of this process's live requests (and let the local store tidy up)."""
+
+        shared: list[tuple[str, str]] = []
+        local: list[tuple[str, str]] = []
+        for hold in list(self._live):
+            for lease in hold.leases:
+                (local if lease.store is self.local else shared).append((lease.scope, lease.member))
+        await self.local.renew(local, self.lease)
+        if self.shared is not None and shared:
+            try:
+                await self.shared.renew(shared, self.lease)
+            except SharedUnavailable:
+                pass  # the leases may lapse: this process's requests then count for less, not more
+
+    async def run(self) -> None:
+        """The renewal beat, for as long as the app runs."""
+
+        while True:
+            await asyncio.sleep(self.lease / 3)
+            await self.renew()
+
+    async def aclose(self) -> None:
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.shared is not None:
+            await self.shared.aclose()
+
+
+def over_budget(budget: Budget, granted: Granted, now: dt.datetime, end: dt.datetime) -> RateLimited:
+    limit, unit, period = budget.limit, budget.unit, budget.period.phrase
+    if granted.used >= limit:
+        return RateLimited(f"This API key has used its {limit} {unit} for {period}; the limit frees at "
+                           f"{end:%Y-%m-%d %H:%M} UTC",
+                           headers={"Retry-After": str(max(1, math.ceil((end - now).total_seconds())))})
+    # Not spent yet but reserved by requests in flight: what they do not use comes back when they end.
+    return RateLimited(f"This API key's limit of {limit} {unit} for {period} is taken: {granted.used} used and "
+                       f"{granted.held} reserved by requests in flight; retry when they finish",
+                       headers={"Retry-After": "1"})

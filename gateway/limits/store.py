@@ -1,0 +1,310 @@
+"""Where the limits count: in Redis, shared by every gateway process, or in this process.
+
+Both stores keep the same three things, and ``tests/gateway/test_limit_stores.py``
+runs one set of scenarios against both:
+
+- **windows** (requests per minute): a counter per key and window, ``INCR`` + ``EXPIRE``;
+- **leases**: a sorted set per scope (a key's concurrency slots, or a key's budget
+  in one period) of members that expire unless renewed: ``<request id>`` for a
+  slot, ``<request id>:<amount>`` for a reservation. A process that dies leaves
+  its leases behind, and they lapse ``lease`` seconds later (the limits renew
+  live ones every third of that);
+- **used**: per budget scope, what finished requests spent in the period, seeded
+  from the request log by the first reservation of the period (and raised to the
+  log's figure whenever that is higher: Redis lost the counter, or other processes
+  counted without Redis), kept until the period is over.
+
+In Redis each step is one Lua script, so "count what is held, compare, take"
+is atomic across processes, and lease times are the Redis server's clock
+(``TIME``), not each process's. Names: ``gw:rate:<key id>:<key name>:<minute>``,
+``gw:{<scope>}:held`` and ``gw:{<scope>}:used`` (the braces keep a scope's two
+keys in one Redis Cluster slot). The key's name is in every name so that a key
+id reused after a deletion starts afresh.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from .breaker import Breaker
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+    from redis.commands.core import AsyncScript
+
+T = TypeVar("T")
+
+# A Redis that has not answered in this long is treated as down (and opens the breaker).
+REDIS_TIMEOUT = 1.0
+
+
+@dataclass(frozen=True)
+class Granted:
+    ok: bool
+    used: int  # reservations: what finished requests spent (slots: 0)
+    held: int  # reservations: what is reserved in flight; slots: how many are taken
+
+
+class SharedUnavailable(Exception):
+    """Redis cannot be asked now (the breaker is open, or it just failed): count in this process."""
+
+
+class Store(Protocol):
+    async def hit(self, name: str, ttl: int) -> int:
+        """Count one more in the window ``name`` (dropped ``ttl`` seconds after its first hit)."""
+
+    async def take(self, scope: str, member: str, cap: int, lease: float) -> Granted:
+        """Add ``member`` to ``scope``'s leases if fewer than ``cap`` are held."""
+
+    async def reserve(self, scope: str, member: str, amount: int, limit: int, logged: int, lease: float,
+                      keep: float) -> Granted:
+        """Reserve ``amount`` (member ``<id>:<amount>``) while used + reserved is under ``limit``;
+        ``logged``: what the request log shows, a floor for the used counter (kept ``keep`` seconds)."""
+
+    async def give_back(self, scope: str, member: str, spent: int) -> None:
+        """End a lease; add ``spent`` to the scope's used counter if it still has one."""
+
+    async def renew(self, leases: Sequence[tuple[str, str]], lease: float) -> None:
+        """Extend live leases by ``lease`` seconds from now (lapsed ones stay lapsed)."""
+
+
+def _amount(member: str) -> int:
+    return int(member.rpartition(":")[2])
+
+
+class LocalStore:
+    """This process's counts: exact for one process, and what every process falls back to."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._windows: dict[str, tuple[int, float]] = {}  # name → (count, dropped at)
+        self._held: dict[str, dict[str, float]] = {}  # scope → member → lapses at
+        self._used: dict[str, tuple[int, float]] = {}  # scope → (used, dropped at)
+
+    async def hit(self, name: str, ttl: int) -> int:
+        now = self._clock()
+        count, drop = self._windows.get(name, (0, now + ttl))
+        if drop <= now:
+            count, drop = 0, now + ttl
+        self._windows[name] = (count + 1, drop)
+        if len(self._windows) > 10_000:  # windows of keys seen long ago are dropped, not kept forever
+            self._windows = {k: v for k, v in self._windows.items() if v[1] > now}
+        return count + 1
+
+    def _live(self, scope: str) -> dict[str, float]:
+        now = self._clock()
+        held = self._held.setdefault(scope, {})
+        for member in [m for m, until in held.items() if until <= now]:
+            del held[member]
+        return held
+
+    async def take(self, scope: str, member: str, cap: int, lease: float) -> Granted:
+        held = self._live(scope)
+        if len(held) >= cap:
+            return Granted(False, 0, len(held))
+        held[member] = self._clock() + lease
+        return Granted(True, 0, len(held))
+
+    async def reserve(self, scope: str, member: str, amount: int, limit: int, logged: int, lease: float,
+                      keep: float) -> Granted:
+        now = self._clock()
+        used, drop = self._used.get(scope, (0, 0.0))
+        if drop <= now or used < logged:
+            used, drop = max(logged, used if drop > now else 0), now + keep
+            self._used[scope] = (used, drop)
+        held = self._live(scope)
+        reserved = sum(_amount(m) for m in held)
+        if used + reserved >= limit:
+            return Granted(False, used, reserved)
+        held[member] = now + lease
+        return Granted(True, used, reserved)
+
+    async def give_back(self, scope: str, member: str, spent: int) -> None:
+        held = self._held.get(scope)
+        if held is not None:
+            held.pop(member, None)
+            if not held:
+                del self._held[scope]
+        counter = self._used.get(scope)
+        if spent and counter is not None and counter[1] > self._clock():
+            self._used[scope] = (counter[0] + spent, counter[1])
+
+    async def renew(self, leases: Sequence[tuple[str, str]], lease: float) -> None:
+        now = self._clock()
+        for scope, member in leases:
+            held = self._held.get(scope)
+            if held is not None and held.get(member, 0.0) > now:
+                held[member] = now + lease
+        # Periods that are over are dropped here, on the renewal beat, not on the request path.
+        self._used = {k: v for k, v in self._used.items() if v[1] > now}
+        self._held = {k: v for k, v in self._held.items() if v}
+
+
+# Milliseconds on the Redis server's clock.
+_NOW = "local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+
+# KEYS: held. ARGV: member, cap, lease ms.
+_TAKE = _NOW + """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local n = redis.call('ZCARD', KEYS[1])
+if n >= tonumber(ARGV[2]) then return {0, 0, n} end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], 2 * tonumber(ARGV[3]))
+return {1, 0, n + 1}
+"""
+
+# KEYS: held, used. ARGV: member, amount, limit, logged, lease ms, keep s.
+_RESERVE = _NOW + """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local logged = tonumber(ARGV[4])
+local counter = redis.call('GET', KEYS[2])
+local used = counter and tonumber(counter) or -1
+if used < logged then
+  used = logged
+  redis.call('SET', KEYS[2], ARGV[4], 'EX', ARGV[6])
+end
+local reserved = 0
+for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  reserved = reserved + tonumber(string.match(m, ':(%d+)$'))
+end
+if used + reserved >= tonumber(ARGV[3]) then return {0, used, reserved} end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[5]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], 2 * tonumber(ARGV[5]))
+return {1, used, reserved}
+"""
+
+# KEYS: held, used. ARGV: member, spent.
+_GIVE_BACK = """
+redis.call('ZREM', KEYS[1], ARGV[1])
+if tonumber(ARGV[2]) > 0 and redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('INCRBY', KEYS[2], ARGV[2])
+end
+return 0
+"""
+
+# KEYS: held sets. ARGV: lease ms, then one member per key.
+_RENEW = _NOW + """
+for i, key in ipairs(KEYS) do
+  if redis.call('ZSCORE', key, ARGV[i + 1]) then
+    redis.call('ZADD', key, 'XX', now + tonumber(ARGV[1]), ARGV[i + 1])
+    redis.call('PEXPIRE', key, 2 * tonumber(ARGV[1]))
+  end
+end
+return 0
+"""
+
+
+def _held(scope: str) -> str:
+    return f"gw:{{{scope}}}:held"
+
+
+def _used(scope: str) -> str:
+    return f"gw:{{{scope}}}:used"
+
+
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
+class _Client:
+    """One Redis client per event loop (its connections belong to the loop that opened them), with its scripts."""
+
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+        self.take: AsyncScript = redis.register_script(_TAKE)
+        self.reserve: AsyncScript = redis.register_script(_RESERVE)
+        self.give_back: AsyncScript = redis.register_script(_GIVE_BACK)
+        self.renew: AsyncScript = redis.register_script(_RENEW)
+
+
+class RedisStore:
+    """The counts in Redis, behind a breaker: a call the breaker refuses, or one that fails, raises
+    :class:`SharedUnavailable` and the caller counts in this process instead."""
+
+    def __init__(self, url: str, breaker: Breaker | None = None, timeout: float = REDIS_TIMEOUT) -> None:
+        self.url = url
+        self.breaker = breaker or Breaker("Redis (shared limits)")
+        self.timeout = timeout
+        self._clients: dict[int, _Client] = {}
+
+    def _client(self) -> _Client:
+        import redis.asyncio as redis
+
+        loop = id(asyncio.get_running_loop())
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._clients[loop] = _Client(redis.Redis.from_url(
+                self.url, socket_timeout=self.timeout, socket_connect_timeout=self.timeout))
+        return client
+
+    async def _run(self, op: Callable[[_Client], Awaitable[T]]) -> T:
+        from redis.exceptions import RedisError
+
+        if not self.breaker.allows():
+            raise SharedUnavailable
+        try:
+            # The socket timeouts bound each read; this bounds the whole call (a connect, a NOSCRIPT retry).
+            async with asyncio.timeout(2 * self.timeout):
+                result = await op(self._client())
+        except (RedisError, OSError, asyncio.TimeoutError) as exc:
+            self.breaker.failed(type(exc).__name__)
+            raise SharedUnavailable from exc
+        except BaseException:
+            self.breaker.abandoned()
+            raise
+        self.breaker.succeeded()
+        return result
+
+    async def hit(self, name: str, ttl: int) -> int:
+        async def op(c: _Client) -> int:
+            async with c.redis.pipeline(transaction=True) as pipe:
+                pipe.incr(f"gw:rate:{name}")
+                pipe.expire(f"gw:rate:{name}", ttl)
+                count, _ = await pipe.execute()
+            return int(count)
+
+        return await self._run(op)
+
+    async def take(self, scope: str, member: str, cap: int, lease: float) -> Granted:
+        async def op(c: _Client) -> Any:
+            return await c.take(keys=[_held(scope)], args=[member, cap, _ms(lease)])
+
+        return _granted(await self._run(op))
+
+    async def reserve(self, scope: str, member: str, amount: int, limit: int, logged: int, lease: float,
+                      keep: float) -> Granted:
+        async def op(c: _Client) -> Any:
+            return await c.reserve(keys=[_held(scope), _used(scope)],
+                                   args=[member, amount, limit, logged, _ms(lease), max(1, int(keep))])
+
+        return _granted(await self._run(op))
+
+    async def give_back(self, scope: str, member: str, spent: int) -> None:
+        async def op(c: _Client) -> Any:
+            return await c.give_back(keys=[_held(scope), _used(scope)], args=[member, spent])
+
+        await self._run(op)
+
+    async def renew(self, leases: Sequence[tuple[str, str]], lease: float) -> None:
+        if not leases:
+            return
+
+        async def op(c: _Client) -> Any:
+            return await c.renew(keys=[_held(scope) for scope, _ in leases],
+                                 args=[_ms(lease), *(member for _, member in leases)])
+
+        await self._run(op)
+
+    async def aclose(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.redis.aclose()
+
+
+def _granted(reply: Any) -> Granted:
+    ok, used, held = (int(x) for x in reply)
+    return Granted(bool(ok), used, held)
