@@ -39,7 +39,6 @@ README's "Running it for real"):
 from __future__ import annotations
 
 import asyncio
-import logging
 import signal
 import sys
 import threading
@@ -51,8 +50,6 @@ from .options import Options
 if TYPE_CHECKING:
     from .edge import Edge
     from .shutdown import Drain
-
-log = logging.getLogger(__name__)
 
 
 def adopt(app: Edge) -> None:
