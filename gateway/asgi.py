@@ -1,7 +1,8 @@
 """ASGI entry point: the app object built once, behind the edge (gateway.edge).
 
 Served by ``python -m gateway.serve`` (uvicorn, which drains on SIGTERM through
-``application.drain``) or by ``daphne gateway.asgi:application``.
+``application.drain``) or by ``daphne gateway.asgi:application`` (where :mod:`gateway.daphne`
+sets up the same drain and Twisted's request limits when the reactor starts).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from django.conf import settings  # noqa: E402
 
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 
+from . import daphne  # noqa: E402
 from .app import build  # noqa: E402
 from .edge import Edge  # noqa: E402
 
@@ -37,3 +39,4 @@ application = Edge(
     # Django's path() gives URLPatterns; channels' stubs name those that hold ASGI apps a type of their own.
     sockets=AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),  # type: ignore[arg-type]
 )
+daphne.adopt(application)  # under Daphne: SIGTERM drains, request heads bounded; elsewhere nothing

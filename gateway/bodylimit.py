@@ -3,7 +3,8 @@
 uvicorn hands the body over as it arrives (and stops reading the socket while
 the application does not take it), so a declared length over the limit is
 refused before any body byte is read, and a chunked body as soon as it passes
-the limit.
+the limit. Daphne (Twisted) receives the whole body before it calls the
+application, so there the 413 comes only once the body is in.
 """
 
 from __future__ import annotations

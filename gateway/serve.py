@@ -8,13 +8,13 @@ Daphne and 2,529 on uvicorn. Daphne's HTTP parsing and writes go through
 Twisted in pure Python; httptools parses in C and uvloop runs the loop in C.
 Channels' websocket consumers run unchanged (uvicorn speaks ASGI websockets).
 
-SIGTERM or SIGINT drains first, as under Daphne (see :mod:`gateway.shutdown`):
+SIGTERM or SIGINT drains first, as on Daphne (:mod:`gateway.daphne`; see :mod:`gateway.shutdown`):
 new API requests get 503 and ``/readyz`` turns unavailable, open requests get
 ``GATEWAY_SHUTDOWN_GRACE`` seconds, streams still open then end in their
 client's protocol, the request log is flushed; only then does uvicorn stop.
 A second signal stops at once.
 
-The request head is bounded, as Twisted bounded it under Daphne: httptools
+The request head is bounded, as Twisted bounds it on Daphne: httptools
 and uvicorn keep whatever headers a client sends (160 MB of them grew the
 process by as much, without an answer) and wait for them forever.
 :class:`BoundedHeadProtocol` answers 431 past ``GATEWAY_MAX_HEAD_BYTES`` and

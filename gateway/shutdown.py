@@ -4,8 +4,8 @@ A server's own stop cancels or cuts what is still open: streams end without
 their protocol's ending, waiting clients get a dropped connection, and none of
 these requests reaches the request log.
 
-So :mod:`gateway.serve` turns SIGTERM (or SIGINT) into :meth:`Drain.stop`
-first: new API requests are refused with 503 and ``/readyz`` turns
+So :mod:`gateway.serve` (and :mod:`gateway.daphne` on Daphne) turns SIGTERM (or
+SIGINT) into :meth:`Drain.stop` first: new API requests are refused with 503 and ``/readyz`` turns
 unavailable; open requests get ``GATEWAY_SHUTDOWN_GRACE`` seconds to finish;
 streams still open then are ended in their client's protocol (the upstream read
 is aborted with an error, which the stream writer turns into the protocol's

@@ -1,4 +1,9 @@
-"""Real processes on loopback ports for end-to-end tests: the scripted upstream and the gateway (gateway.serve)."""
+"""Real processes on loopback ports for end-to-end tests: the scripted upstream and the gateway.
+
+The gateway runs on ``python -m gateway.serve`` (uvicorn), or on Daphne's own command line
+(``daphne gateway.asgi:application``) when ``GATEWAY_TEST_SERVER=daphne``: ``.ci/run`` runs the
+end-to-end tests a second time that way.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,10 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+SERVERS = ("uvicorn", "daphne")
+SERVER = os.environ.get("GATEWAY_TEST_SERVER", "uvicorn")  # the server start_gateway runs unless told
+if SERVER not in SERVERS:
+    raise RuntimeError(f"GATEWAY_TEST_SERVER={SERVER!r}: expected one of {', '.join(SERVERS)}")
 
 
 def free_port() -> int:
@@ -49,8 +58,9 @@ def database_url(settings_dict: dict[str, Any]) -> str:
 
 
 class Server:
-    def __init__(self, args: list[str], port: int, env: dict[str, str], health: str) -> None:
+    def __init__(self, args: list[str], port: int, env: dict[str, str], health: str, kind: str = "") -> None:
         self.port = port
+        self.kind = kind  # a gateway's server: "uvicorn" or "daphne"
         self.url = f"http://127.0.0.1:{port}"
         log = open(ROOT / "artifacts" / f"server-{port}.log", "wb") if (ROOT / "artifacts").is_dir() else subprocess.DEVNULL
         self.proc = subprocess.Popen(args, cwd=ROOT, env={**os.environ, **env}, stdout=log,
@@ -88,12 +98,21 @@ def sent_upstream(mock: Server, marker: str) -> list[str]:
             if isinstance(r.get("body"), dict) and marker in str(r["body"].get("model", ""))]
 
 
-def start_gateway(db_url: str, extra_env: dict[str, str] | None = None) -> Server:
+def gateway_command(server: str, port: int) -> list[str]:
+    """The command line a deployment would run, quiet but for warnings."""
+
+    if server == "daphne":  # Daphne's own command line, no wrapper: what README shows
+        return [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "-v", "0",
+                "gateway.asgi:application"]
+    return [sys.executable, "-m", "gateway.serve", "--port", str(port), "--log-level", "warning"]
+
+
+def start_gateway(db_url: str, extra_env: dict[str, str] | None = None, server: str | None = None) -> Server:
     port = free_port()
     env = {"DATABASE_URL": db_url, "GATEWAY_CONFIG_TTL": "0", "GATEWAY_POOL_TTL": "0", "GATEWAY_KEEPALIVE_SECONDS": "1",
            "SECRET_KEY": os.environ["SECRET_KEY"], **(extra_env or {})}
-    return Server([sys.executable, "-m", "gateway.serve", "--port", str(port), "--log-level", "warning"],
-                  port, env, "/healthz")
+    server = server or SERVER
+    return Server(gateway_command(server, port), port, env, "/healthz", server)
 
 
 @contextlib.contextmanager
