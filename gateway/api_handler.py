@@ -89,6 +89,9 @@ class ApiHandler:
         watch.add_done_callback(watch_done)
         try:
             request = ASGIRequest(scope, io.BytesIO(body))
+            # The body is in hand, read within the API's own limit (gateway.bodylimit): Django's limit
+            # for form data (DATA_UPLOAD_MAX_MEMORY_SIZE) is the pages' and must not refuse it.
+            request._body = body
             try:
                 response = await self._view(request)
             except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):

@@ -1,15 +1,34 @@
-"""Refuse oversized API bodies before they are read whole, in the caller's error envelope.
+"""Every request body is read here, within a size and a time, before any application sees it.
+
+For every path (API, admin, dashboard, static): a declared length over the
+path's limit is refused before any body byte is read, a body without one as
+soon as it passes the limit (413); a body that comes too slowly is refused
+(408) and its connection closed. Then the whole body is handed to the
+application in one message. The limit is ``GATEWAY_MAX_BODY_BYTES`` for the API
+and ``GATEWAY_MAX_PAGE_BODY_BYTES`` for pages: a 200 MB form POST to the login
+page had been read into memory whole, and a connection that sent its body a
+byte at a time was never closed.
+
+The time: ``GATEWAY_BODY_TIMEOUT`` seconds, plus one second for every
+``MIN_RATE`` bytes received, measured from the end of the head. A client on a
+slow link keeps its time as long as bytes come; one trickling a byte now and
+then does not.
+
+An API body sent with ``Content-Encoding`` (gzip, deflate or zstd: Codex
+compresses its requests with zstd) is decoded here, within the same limit (a
+100 KB gzip body may inflate to 100 MB), and the header dropped.
 
 uvicorn hands the body over as it arrives (and stops reading the socket while
-the application does not take it), so a declared length over the limit is
-refused before any body byte is read, and a chunked body as soon as it passes
-the limit. Daphne (Twisted) receives the whole body before it calls the
-application, so there the 413 comes only once the body is in.
+the application does not take it). Daphne (Twisted) receives the whole body
+before it calls the application, so there the 413 comes only once the body is
+in.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
+import zlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -23,67 +42,159 @@ App = Callable[[Scope, Any, Any], Awaitable[None]]  # an ASGI application
 # at once with unread data makes the kernel answer with a reset, and the client may then lose
 # the 413 it has not read yet.
 DRAIN_SECONDS = 2.0
+DRAIN_BYTES = 4 * 1024 * 1024  # ...and not more: a refused 200 MB body is not read after all
+STEP = 1024 * 1024  # decoded a megabyte at a time, so that a bomb is caught before it is whole
+MIN_RATE = 64 * 1024  # bytes a second that earn a slow body more time
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, message: str, error_type: str) -> None:
+        super().__init__(message)
+        self.status, self.message, self.error_type = status, message, error_type
 
 
 class BodyLimit:
-    def __init__(self, app: App, routes: RouteTable, limit: int) -> None:
+    def __init__(self, app: App, routes: RouteTable, limit: int, timeout: float) -> None:
         self.app = app
         self.routes = routes
         self.limit = limit
+        self.timeout = timeout
 
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        limit = self.limit
-        length = None
-        for name, value in scope.get("headers", ()):
-            if name == b"content-length":
-                try:
-                    length = int(value)
-                except ValueError:
-                    length = None
-                break
-        if length is not None:
-            if length > limit:
-                return await self._refuse(scope, receive, send)
+    async def __call__(self, scope: Scope, receive: Receive, send: Any) -> None:
+        if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        # No declared length (chunked): read up to the limit ourselves, then replay.
+        try:
+            body = await self._read(scope, receive)
+            if body is None:
+                return  # the client left
+            encoding = _header(scope, b"content-encoding")
+            if encoding and self.routes.envelope(scope["path"]) is not None:
+                body = _decoded(body, encoding, self.limit)
+                scope = {**scope, "headers": [(k, v) for k, v in scope["headers"]
+                                              if k not in (b"content-encoding", b"content-length")]}
+        except _Refused as refusal:
+            return await self._refuse(scope, receive, send, refusal)
+        await self.app(scope, _replay(body, receive), send)
+
+    async def _read(self, scope: Scope, receive: Receive) -> bytes | None:
+        declared = _header(scope, b"content-length")
+        if declared is not None:
+            try:
+                if int(declared) > self.limit:
+                    raise _too_large(self.limit)
+            except ValueError:
+                pass
         chunks: list[bytes] = []
         size = 0
+        started = time.monotonic()
         while True:
-            message = await receive()
+            left = started + self.timeout + size / MIN_RATE - time.monotonic()
+            try:
+                async with asyncio.timeout(max(left, 0.0)):
+                    message = await receive()
+            except TimeoutError:
+                raise _Refused(408, "The request body did not arrive in time", "request_timeout") from None
             if message["type"] != "http.request":
-                return await self.app(scope, _replay([message]), send)
+                return None
             body = message.get("body", b"")
             size += len(body)
-            if size > limit:
-                return await self._refuse(scope, receive, send)
+            if size > self.limit:
+                raise _too_large(self.limit)
             chunks.append(body)
             if not message.get("more_body", False):
-                break
-        replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
-        return await self.app(scope, _replay(replay, receive), send)
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    async def _refuse(self, scope: Scope, receive: Any, send: Any) -> None:
-        await send_error(send, self.routes, scope["path"], 413,
-                         f"The request body exceeds the limit of {self.limit} bytes", "request_too_large",
+    async def _refuse(self, scope: Scope, receive: Receive, send: Any, refusal: _Refused) -> None:
+        await send_error(send, self.routes, scope["path"], refusal.status, refusal.message, refusal.error_type,
                          [(b"access-control-allow-origin", b"*"), (b"connection", b"close")], more_body=True)
-        # The answer is out; what the client still sends is dropped before the connection closes.
-        try:
-            async with asyncio.timeout(DRAIN_SECONDS):
-                while (await receive()).get("more_body", False):
-                    pass
-        except TimeoutError:
-            pass
+        if refusal.status == 413:
+            # The answer is out; what the client still sends is dropped before the connection closes.
+            drained = 0
+            try:
+                async with asyncio.timeout(DRAIN_SECONDS):
+                    while drained < DRAIN_BYTES:
+                        message = await receive()
+                        drained += len(message.get("body", b""))
+                        if not message.get("more_body", False):
+                            break
+            except TimeoutError:
+                pass
         await send({"type": "http.response.body", "body": b""})
 
 
-def _replay(messages: list[dict[str, Any]], receive: Receive | None = None) -> Receive:
-    queue = list(messages)
+def _too_large(limit: int) -> _Refused:
+    return _Refused(413, f"The request body exceeds the limit of {limit} bytes", "request_too_large")
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return bytes(value).decode("latin-1").strip().lower()
+    return None
+
+
+def _decoded(body: bytes, encoding: str, limit: int) -> bytes:
+    """``body`` decoded from its content codings (applied in the order listed), within ``limit`` bytes."""
+
+    for coding in reversed([c.strip() for c in encoding.split(",") if c.strip()]):
+        if coding == "identity":
+            continue
+        try:
+            if coding in ("gzip", "x-gzip", "deflate"):
+                # gzip's header, or zlib's (deflate as HTTP means it), or raw deflate as some clients send.
+                wbits = 16 + zlib.MAX_WBITS if coding != "deflate" else (
+                    zlib.MAX_WBITS if body[:1] and body[0] & 0x0F == 8 else -zlib.MAX_WBITS)
+                inflater = zlib.decompressobj(wbits)
+                pieces: list[bytes] = []
+                size = 0
+                rest = body
+                while not inflater.eof:
+                    piece = inflater.decompress(rest, STEP)
+                    rest = inflater.unconsumed_tail
+                    if not piece and not rest:
+                        break  # the input ended before the stream did
+                    size += len(piece)
+                    if size > limit:
+                        raise _too_large(limit)
+                    pieces.append(piece)
+                if not inflater.eof:
+                    raise ValueError("truncated")
+                out = b"".join(pieces)
+            elif coding == "zstd":
+                import zstandard
+
+                pieces = []
+                size = 0
+                with zstandard.ZstdDecompressor().stream_reader(body, read_across_frames=True) as reader:
+                    while piece := reader.read(STEP):
+                        size += len(piece)
+                        if size > limit:
+                            raise _too_large(limit)
+                        pieces.append(piece)
+                out = b"".join(pieces)
+            else:
+                raise _Refused(415, f"Content-Encoding {coding!r} is not supported; send gzip, deflate, zstd "
+                                    "or an uncompressed body", "invalid_request_error")
+        except (zlib.error, ValueError) as exc:
+            raise _Refused(400, f"The request body is not valid {coding}", "invalid_request_error") from exc
+        except Exception as exc:  # noqa: BLE001 - zstandard.ZstdError and kin: a broken body
+            if isinstance(exc, _Refused):
+                raise
+            raise _Refused(400, f"The request body is not valid {coding}", "invalid_request_error") from exc
+        body = out
+    return body
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """The body in one message, then whatever the server says next (a disconnect)."""
+
+    sent = False
 
     async def replay_receive() -> dict[str, Any]:
-        if queue:
-            return queue.pop(0)
-        if receive is not None:
-            return await receive()
-        return {"type": "http.disconnect"}
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
 
     return replay_receive

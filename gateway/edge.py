@@ -28,8 +28,10 @@ Scope = dict[str, Any]
 class Edge:
     def __init__(self, gateway: Gateway, pages: Any, sockets: Any) -> None:
         self.gw = gateway
-        self.drain = Drain(BodyLimit(ApiHandler(gateway), gateway.routes, gateway.options.max_body_bytes), gateway)
-        self.pages = pages
+        options = gateway.options
+        self.drain = Drain(BodyLimit(ApiHandler(gateway), gateway.routes, options.max_body_bytes,
+                                     options.body_timeout), gateway)
+        self.pages = BodyLimit(pages, gateway.routes, options.max_page_body_bytes, options.body_timeout)
         self.sockets = sockets
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:

@@ -60,6 +60,7 @@ class Spool:
         self._outstanding: Counter[int] = Counter()  # records of each segment not yet in the database
         self._spilled: set[int] = set()  # segments with records held only here
         self.broken = False
+        self._closed = False
 
     def _path(self, segment: int, owner: str | None = None) -> Path:
         return self.directory / f"{owner or self.owner}.{segment:09d}.jsonl"
@@ -170,6 +171,9 @@ class Spool:
         """Every record is in the database (the gateway stopped cleanly): nothing of this process is left."""
 
         with self._lock:
+            if self._closed:
+                return
+            self._closed = True
             os.close(self._fd)
             self.broken = True
         if not any(n > 0 for n in self._outstanding.values()) and not self._spilled:

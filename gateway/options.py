@@ -16,6 +16,8 @@ from typing import Any
 @dataclass(frozen=True)
 class Options:
     max_body_bytes: int = 32 * 1024 * 1024
+    max_page_body_bytes: int = 10 * 1024 * 1024
+    body_timeout: float = 30.0
     max_head_bytes: int = 64 * 1024
     head_timeout: float = 30.0
     keepalive_seconds: float = 10.0
@@ -42,6 +44,8 @@ class Options:
         engine = settings.DATABASES["default"]["ENGINE"]
         return cls(
             max_body_bytes=settings.GATEWAY_MAX_BODY_BYTES,
+            max_page_body_bytes=settings.GATEWAY_MAX_PAGE_BODY_BYTES,
+            body_timeout=settings.GATEWAY_BODY_TIMEOUT,
             max_head_bytes=settings.GATEWAY_MAX_HEAD_BYTES,
             head_timeout=settings.GATEWAY_HEAD_TIMEOUT,
             keepalive_seconds=settings.GATEWAY_KEEPALIVE_SECONDS,

@@ -150,5 +150,10 @@ GATEWAY_TOKEN_USAGE_TTL = env.float("GATEWAY_TOKEN_USAGE_TTL", default=5.0)
 GATEWAY_RESERVE_OUTPUT_TOKENS = env.int("GATEWAY_RESERVE_OUTPUT_TOKENS", default=4096)
 # On SIGTERM, how long open requests may run on before their streams are ended (gateway.shutdown).
 GATEWAY_SHUTDOWN_GRACE = env.float("GATEWAY_SHUTDOWN_GRACE", default=10.0)
-DATA_UPLOAD_MAX_MEMORY_SIZE = None  # the API body limit is enforced by gateway.bodylimit before Django reads
+# Bodies of pages (admin, dashboard) are bounded before Django reads them (gateway.bodylimit); a form's
+# fields within Django's own default on top.
+GATEWAY_MAX_PAGE_BODY_BYTES = env.int("GATEWAY_MAX_PAGE_BODY_BYTES", default=10 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = min(GATEWAY_MAX_PAGE_BODY_BYTES, 2_621_440)
+# Seconds a request body may take, plus one for every 64 KB that arrives (gateway.bodylimit).
+GATEWAY_BODY_TIMEOUT = env.float("GATEWAY_BODY_TIMEOUT", default=30.0)
 WHITENOISE_USE_FINDERS = True  # admin and dashboard assets are served even before collectstatic
