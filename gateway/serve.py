@@ -51,7 +51,9 @@ class BoundedHeadProtocol(HttpToolsProtocol):
 
     _head_timer: asyncio.TimerHandle | None = None
     _in_head = False
-    _head_bytes = 0
+    _head_bytes = 0  # bytes of reads that left the head unfinished
+    _head_parsed = 0  # bytes of request line and header fields the parser has handed over
+    _head_overflow = False
 
     def __init__(self, *args: Any, head: HeadLimits, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -68,16 +70,41 @@ class BoundedHeadProtocol(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
         # Counted after parsing: a read that completes the head (and may carry a body) is not head.
+        # A head that arrives whole in one read is counted field by field as it is parsed (on_url,
+        # on_header): what the parser holds is refused before a request is made of it.
         if self._in_head and not self.transport.is_closing():
             self._head_bytes += len(data)
             if self._head_bytes > self.head.max_bytes:
-                self._refuse(431, "Request Header Fields Too Large",
-                             f"The request line and headers exceed the limit of {self.head.max_bytes} bytes")
+                self._too_large()
+
+    def on_url(self, url: bytes) -> None:
+        self._count_head(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count_head(len(name) + len(value) + 4)
+        super().on_header(name, value)
+
+    def _count_head(self, size: int) -> None:
+        self._head_parsed += size
+        if self._head_parsed > self.head.max_bytes:
+            self._head_overflow = True
+            raise _HeadTooLarge  # stops the parser; uvicorn then answers 400, which send_400_response turns
+
+    def send_400_response(self, msg: str) -> None:
+        if self._head_overflow:
+            self._too_large()
+        else:
+            super().send_400_response(msg)
+
+    def _too_large(self) -> None:
+        self._refuse(431, "Request Header Fields Too Large",
+                     f"The request line and headers exceed the limit of {self.head.max_bytes} bytes")
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._in_head = True
-        self._head_bytes = 0
+        self._head_bytes = self._head_parsed = 0
         if self._head_timer is None:  # a later request on a kept-alive connection
             self._arm_head_timer()
 
@@ -131,6 +158,10 @@ class GatewayServer(uvicorn.Server):
             await self.drain.stop(self.drain.gw.options.shutdown_grace)
         finally:
             self.should_exit = True
+
+
+class _HeadTooLarge(Exception):
+    pass
 
 
 def config(app: Any, host: str, port: int, **overrides: Any) -> uvicorn.Config:

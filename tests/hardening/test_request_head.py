@@ -37,6 +37,25 @@ def test_headers_past_the_limit_are_refused_and_the_rest_is_not_read(pool: Any, 
     assert str(django_settings.GATEWAY_MAX_HEAD_BYTES) in message
 
 
+@pytest.mark.parametrize("path", [CHAT, MSGS])
+def test_a_head_past_the_limit_that_arrives_in_one_read_is_refused_too(pool: Any, gateway: Server,
+                                                                       path: str) -> None:
+    # Whole, with a small body, in one write: the head is complete when the server first sees it.
+    pad = "".join(f"X-Pad-{i}: {'a' * 1000}\r\n" for i in range(100))  # 100 KB of headers
+    body = b'{"model": "x", "messages": []}'
+    request = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {CLIENT_KEY}\r\n"
+               f"x-api-key: {CLIENT_KEY}\r\n{pad}Content-Type: application/json\r\n"
+               f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+    with socket.create_connection(("127.0.0.1", gateway.port)) as sock:
+        sock.sendall(request)
+        status, headers, answer = read_answer(sock, timeout=10)
+    if gateway.kind == "daphne":  # Twisted's own refusal
+        assert (status, answer) == (400, b"")
+        return
+    assert status == 431
+    check_error_envelope(path, status, headers, answer)
+
+
 def test_a_large_but_legal_head_is_served_on_a_kept_alive_connection(pool: Any, gateway: Server) -> None:
     # 41 KB: under the gateway's 64 KiB, over Twisted's own default of 16 KiB.
     headers = {"authorization": f"Bearer {CLIENT_KEY}", **{f"x-trace-{i}": "t" * 1000 for i in range(40)}}
