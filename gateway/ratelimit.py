@@ -20,6 +20,7 @@ import datetime as dt
 import logging
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 from accounts.db import hop
@@ -104,7 +105,11 @@ def _tokens_since(key_id: int, day: dt.date) -> int:
 
 
 class Limits:
-    def __init__(self, redis_url: str = "", token_usage_ttl: float = 5.0) -> None:
+    def __init__(self, redis_url: str = "", token_usage_ttl: float = 5.0,
+                 clock: Callable[[], float] = time.time) -> None:
+        """``clock``: the wall clock the one-minute windows are cut from."""
+
+        self.clock = clock
         self.local = LocalWindows()
         self.shared = RedisWindows(redis_url) if redis_url else None
         self.tokens = TokenUsage(token_usage_ttl)
@@ -124,7 +129,7 @@ class Limits:
                     headers={"Retry-After": str(max(1, math.ceil((tomorrow - now).total_seconds())))})
 
     async def _check_rate(self, key: KeyInfo, limit: int) -> None:
-        now = time.time()
+        now = self.clock()
         window = int(now // WINDOW_SECONDS)
         windows = self.shared or self.local
         try:
