@@ -7,7 +7,10 @@
   connection lost mid-body, a stall;
 - :func:`config` is a real :class:`gateway.state.SnapshotCache` over a fixed snapshot;
 - :class:`RecordingLog` keeps the request-log records instead of writing them;
-- :func:`asgi_call` drives an ASGI app (the edge) the way a server would.
+- :func:`asgi_call` drives an ASGI app (the edge) the way a server would;
+- :func:`exchange` and :func:`stream_of` send one client request through the dispatch loop and
+  read what its client gets; :func:`chunk` and :func:`chat_stream` write Chat's wire shapes (as
+  OpenAI documents them) and :func:`events` reads any SSE back.
 
 Nothing here touches the database or the network.
 """

@@ -173,7 +173,7 @@ def test_a_chunked_body_under_the_limit_reaches_the_view_whole() -> None:
 # ----------------------------------------------------------------- hanging up, stopping
 
 
-def slow_stream(*texts: str, gap: float = 0.1) -> Reply:
+def slow_stream(*texts: str, gap: float = 0.05) -> Reply:
     parts = chat_stream(*texts)
     body: list[bytes | float] = [sse(*parts[:2])]
     for part in parts[2:]:
