@@ -13,7 +13,9 @@ batches, before every re-read and when the pool is closed; everything is re-read
 every ``ttl`` seconds (``GATEWAY_POOL_TTL``), in the background, so what another
 process changes (an admin in a second process, ``loadconfig``) is seen within
 that. A TTL of 0 re-reads before every pick (the tests' setting: they change the
-pool from outside between requests).
+pool from outside between requests). A provider added since the last read is read
+at once, not answered "no accounts": the configuration, re-read on its own schedule,
+may route to it before this pool's next re-read is due.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from django.utils import timezone
 
 from . import pickorder
 from .db import DatabaseUnavailable, hop
-from .models import Account
+from .models import Account, Provider
 from .pool import RecordedInDatabase, end_cooldown
 from .refresh import Refresh
 
@@ -61,6 +63,7 @@ class MemoryPool(RecordedInDatabase):
     def __init__(self, ttl: float) -> None:
         self._ttl = ttl
         self._slots: dict[int, list[Slot]] = {}  # by provider id, each list in id order
+        self._providers: frozenset[int] = frozenset()  # the enabled providers of the last read
         self._refresh = Refresh(self._reread, "account pool")
         self._last_stamp = _NEVER
         self._stamps: dict[int, dt.datetime] = {}  # picks not yet written to the database
@@ -72,6 +75,8 @@ class MemoryPool(RecordedInDatabase):
 
     async def pick(self, provider_id: int, exclude: Sequence[int], strategy: str) -> Account | None:
         await self._refresh.ensure(self._ttl)
+        if provider_id not in self._providers:
+            await self._refresh.ensure(0)  # newer than this pool's copy: wait for a fresh one
         now = timezone.now()
         best: Slot | None = None
         best_key: tuple[Any, ...] = ()
@@ -103,7 +108,7 @@ class MemoryPool(RecordedInDatabase):
 
     async def _reread(self) -> None:
         started = next(self._generation)
-        slots = await hop(self._load)
+        providers, slots = await hop(self._load)
         with self._lock:
             # A change applied while the rows were read may be missing from them: apply it again.
             for pk, change in list(self._changes.items()):
@@ -120,11 +125,14 @@ class MemoryPool(RecordedInDatabase):
         for slot in slots.values():
             by_provider.setdefault(slot.account.provider_id, []).append(slot)
         self._slots = by_provider
+        self._providers = providers
 
-    def _load(self) -> dict[int, Slot]:
+    def _load(self) -> tuple[frozenset[int], dict[int, Slot]]:
         self.flush()
+        # Providers first: one read here has its accounts in the next, which come after it.
+        providers = frozenset(Provider.objects.filter(enabled=True).values_list("id", flat=True))
         accounts = Account.objects.filter(provider__enabled=True).order_by("id")
-        return {a.pk: Slot(a, a.status, a.cooldown_until, a.balance, a.last_used_at) for a in accounts}
+        return providers, {a.pk: Slot(a, a.status, a.cooldown_until, a.balance, a.last_used_at) for a in accounts}
 
     # ----------------------------------------------------------------- the record
 

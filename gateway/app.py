@@ -4,7 +4,7 @@
 hands it to each view, and the views hand the pieces an exchange needs (the
 pool, the upstream client, the log writer, the options) to the dispatch loop.
 Nothing on the request path is a module singleton, so a test builds its own app
-with fakes (``Gateway(options, pool=FakePool(), upstream=FakeUpstream())``).
+with fakes (``Gateway(options, pool=FakePool(), upstream=FakeUpstream())``; tests/gateway/fakes.py).
 
 Background work (the account prober) starts with the first connection the
 server hands the app, on the server's event loop: neither uvicorn (lifespan off)
@@ -58,7 +58,7 @@ class Gateway:
                  upstream: UpstreamClient | None = None, pool: pool_state.Pool | None = None,
                  limits: Limits | None = None, log_writer: LogWriter | None = None,
                  config: SnapshotCache | None = None, sinks: Sequence[Sink] = (),
-                 spool: Spool | None = None) -> None:
+                 spool: Spool | None = None, prober: Prober | None = None) -> None:
         self.options = options
         self.routes = routes or api_routes()
         self.upstream = upstream or UpstreamClient(options.upstream_max_connections)
@@ -70,7 +70,7 @@ class Gateway:
         self.config = config or SnapshotCache(options.config_ttl)
         self.models = ModelCatalog(self.upstream, options.models_cache_ttl)
         self.streams = OpenStreams()
-        self.prober = Prober(self.config, self.upstream, options.probe_interval)
+        self.prober = prober or Prober(self.config, self.upstream, options.probe_interval)
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 

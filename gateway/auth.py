@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import hmac
+from collections.abc import Awaitable, Callable
 
 from django.http import HttpRequest
 
-from accounts.db import hop
 from accounts.secrets import hash_client_key
 
 from .errors import AuthenticationFailed
-from .state import KeyInfo, Snapshot, key_info
+from .state import KeyInfo, Snapshot
+
+# A key by hash, read afresh (``SnapshotCache.find_key``).
+FindKey = Callable[[str], Awaitable[KeyInfo | None]]
 
 
 def presented_key(request: HttpRequest, allow_x_api_key: bool) -> str | None:
@@ -24,18 +26,7 @@ def presented_key(request: HttpRequest, allow_x_api_key: bool) -> str | None:
     return None
 
 
-def _lookup(key_hash: str) -> KeyInfo | None:
-    from accounts.models import ApiKey
-
-    k = ApiKey.objects.filter(key_hash=key_hash, active=True).first()
-    # The database matched on the hash already; comparing again in constant time
-    # keeps a timing side channel out of any cache or index behaviour.
-    if k is None or not hmac.compare_digest(k.key_hash, key_hash):
-        return None
-    return key_info(k)
-
-
-async def authenticate(request: HttpRequest, snap: Snapshot, allow_x_api_key: bool) -> KeyInfo:
+async def authenticate(request: HttpRequest, snap: Snapshot, allow_x_api_key: bool, find_key: FindKey) -> KeyInfo:
     plain = presented_key(request, allow_x_api_key)
     if not plain:
         raise AuthenticationFailed("Missing API key: send it as 'Authorization: Bearer <key>'"
@@ -44,7 +35,7 @@ async def authenticate(request: HttpRequest, snap: Snapshot, allow_x_api_key: bo
     info = snap.keys.get(digest)
     if info is None:
         # Keys created since the snapshot was taken are found here; unknown ones cost one indexed query.
-        info = await hop(_lookup, digest)
+        info = await find_key(digest)
     if info is None:
         raise AuthenticationFailed("Invalid API key")
     return info

@@ -8,6 +8,8 @@ state (which account is usable) is not part of it: see ``accounts.pool``.
 
 from __future__ import annotations
 
+import hmac
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,9 +92,26 @@ def key_info(k: Any) -> KeyInfo:
                    k.max_concurrent_requests)
 
 
+def _find_key(key_hash: str) -> KeyInfo | None:
+    from accounts.models import ApiKey
+
+    k = ApiKey.objects.filter(key_hash=key_hash, active=True).first()
+    # The database matched on the hash already; comparing again in constant time
+    # keeps a timing side channel out of any cache or index behaviour.
+    if k is None or not hmac.compare_digest(k.key_hash, key_hash):
+        return None
+    return key_info(k)
+
+
 class SnapshotCache:
-    def __init__(self, ttl: float) -> None:
+    """``load`` reads a snapshot and ``find_key`` one active client key by hash (both synchronous,
+    run on a worker thread): the database's by default, a test's own when it builds the app."""
+
+    def __init__(self, ttl: float, load: Callable[[], Snapshot] = _load,
+                 find_key: Callable[[str], KeyInfo | None] = _find_key) -> None:
         self._ttl = ttl
+        self._load = load
+        self._find_key = find_key
         self._snap = Snapshot()
         self._refresh = Refresh(self._reread, "configuration")
 
@@ -100,8 +119,13 @@ class SnapshotCache:
         await self._refresh.ensure(self._ttl)
         return self._snap
 
+    async def find_key(self, key_hash: str) -> KeyInfo | None:
+        """An active client key read afresh: one created since the snapshot was taken is found here."""
+
+        return await hop(self._find_key, key_hash)
+
     async def _reread(self) -> None:
-        self._snap = await hop(_load)
+        self._snap = await hop(self._load)
 
     def invalidate(self) -> None:
         self._refresh.invalidate()

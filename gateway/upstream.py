@@ -89,7 +89,7 @@ class UpstreamResponse:
 
         chunks: list[bytes] = []
         size = 0
-        async for chunk in self._response.content.iter_any():
+        async for chunk in self.aiter_raw():
             size += len(chunk)
             if size > limit:
                 raise TooLarge(f"the upstream's answer exceeds {limit} bytes")

@@ -78,7 +78,7 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
     ex: Exchange | None = None
     try:
         snap = await gw.config.get()
-        key = await authenticate(request, snap, allow_x_api_key)
+        key = await authenticate(request, snap, allow_x_api_key, gw.config.find_key)
         await gw.limits.check_rate(key)
         body = parse_body(request)
         ireq = parse_request(proto, body)
@@ -133,7 +133,7 @@ async def responses(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
 async def count_tokens(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
     try:
         snap = await gw.config.get()
-        key = await authenticate(request, snap, allow_x_api_key=True)
+        key = await authenticate(request, snap, True, gw.config.find_key)
         await gw.limits.check_rate(key)
         return await count_input_tokens(gw, parse_body(request), key, snap, request.headers,
                                         request.META.get("QUERY_STRING", ""))
@@ -144,7 +144,7 @@ async def count_tokens(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
 async def models(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
     try:
         snap = await gw.config.get()
-        key = await authenticate(request, snap, allow_x_api_key=True)
+        key = await authenticate(request, snap, True, gw.config.find_key)
         return json_response(await gw.models.list_models(snap, lambda model: may_use(key, model)))
     except GatewayError as err:
         return error_response("openai_chat", err)

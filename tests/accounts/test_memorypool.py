@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -77,6 +78,38 @@ def test_an_account_added_or_reenabled_in_this_process_is_picked_at_once() -> No
 
     none, enabled, newest, added_pk = run(memory, work)
     assert (none, enabled, newest) == (None, a0.pk, added_pk)  # never used: first in LRU order
+
+
+def test_a_provider_added_by_another_process_is_picked_from_at_once_not_found_empty() -> None:
+    provider, (a0,) = make_pool(1)
+    memory = MemoryPool(ttl=60)  # nothing would be re-read for a minute
+
+    async def work() -> tuple[int | None, int | None]:
+        first = await memory.pick(provider.pk, [], "lru")
+        # loadconfig in another process (no signal reaches this pool); the configuration, re-read on
+        # its own schedule, routes a request to the new provider before this pool's re-read is due.
+        late, (b0,) = await asyncio.to_thread(make_pool, 1, "lru", "late")
+        picked = await memory.pick(late.pk, [], "lru")
+        return (first.pk if first else None), (picked.pk if picked and picked.pk == b0.pk else None)
+
+    first, picked = run(memory, work)
+    assert first == a0.pk and picked is not None
+
+
+def test_a_provider_without_accounts_is_answered_empty_without_a_re_read_each_time() -> None:
+    empty, _ = make_pool(0)
+    memory = MemoryPool(ttl=60)
+    reads = 0
+    load = memory._load
+
+    def counting() -> Any:
+        nonlocal reads
+        reads += 1
+        return load()
+
+    memory._load = counting  # type: ignore[method-assign]
+    assert picks(memory, empty.pk, 5) == [None] * 5
+    assert reads == 1
 
 
 @pytest.mark.skipif(connection.vendor != "sqlite", reason="another process changes the pool on SQLite")

@@ -11,7 +11,7 @@ import pytest
 
 from accounts.config_file import load
 from tests.e2e.conftest import gateway, mock_upstream, pool_config  # noqa: F401 - fixtures shared with e2e
-from tests.servers import Server, received
+from tests.servers import Server, received, seen
 
 UPSTREAMS = ["openai_chat", "anthropic", "responses"]
 
@@ -29,6 +29,7 @@ def agent_pool(transactional_db: Any, mock_upstream: Server, gateway: Server) ->
     config = pool_config(mock_upstream)
     config["aliases"] = [{"name": alias(p), "provider": f"up-{p}", "model": "mock-shell"} for p in UPSTREAMS]
     load(config)
+    seen(gateway)
     httpx.post(mock_upstream.url + "/_mock/reset")
     return config
 

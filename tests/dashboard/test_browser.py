@@ -85,6 +85,7 @@ def open_live(context: Any, url: str) -> Any:
     return page
 
 
+@pytest.mark.slow  # a browser, a gateway and live events: several seconds
 def test_staff_watch_requests_usage_and_disable_events_arrive_live(
         browser: Any, dashboard_gateway: Server, mock_upstream: Server) -> None:
     expect = pytest.importorskip("playwright.sync_api").expect

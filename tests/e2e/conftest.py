@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 from accounts.config_file import load
-from tests.servers import Server, database_url, start_gateway, start_mock
+from tests.servers import PRODUCTION_TTLS, Server, database_url, seen, start_gateway, start_mock
 
 CLIENT_KEY = "gw-e2e-key"
 
@@ -31,6 +31,18 @@ def gateway(django_db_setup: Any, django_db_blocker: Any, mock_upstream: Server)
     with django_db_blocker.unblock():
         url = database_url(connection.settings_dict)
     server = start_gateway(url)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="package")
+def production_gateway(django_db_setup: Any, django_db_blocker: Any, mock_upstream: Server) -> Iterator[Server]:
+    """A gateway with production's TTLs whatever GATEWAY_TEST_TTLS says: configuration and pool
+    served from memory and re-read in the background once stale."""
+
+    with django_db_blocker.unblock():
+        url = database_url(connection.settings_dict)
+    server = start_gateway(url, ttls=PRODUCTION_TTLS)
     yield server
     server.stop()
 
@@ -60,5 +72,6 @@ def pool(transactional_db: Any, mock_upstream: Server, gateway: Server) -> dict[
 
     config = pool_config(mock_upstream)
     load(config)
+    seen(gateway)
     httpx.post(mock_upstream.url + "/_mock/reset")
     return config

@@ -17,7 +17,7 @@ import pytest
 from accounts.config_file import load
 from tests.e2e import clients
 from tests.e2e.conftest import CLIENT_KEY, pool_config
-from tests.servers import Server, free_port, received
+from tests.servers import Server, free_port, received, seen
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,12 +29,13 @@ MESSAGES: list[Any] = [
 ]
 
 
-def configure(mock: Server, anthropic_keys: list[str] | None = None, anthropic_url: str | None = None) -> None:
+def configure(gateway: Server, mock: Server, anthropic_keys: list[str] | None = None, anthropic_url: str | None = None) -> None:
     config = pool_config(mock, {"anthropic": anthropic_keys} if anthropic_keys is not None else None)
     if anthropic_url:
         next(p for p in config["providers"] if p["protocol"] == "anthropic")["base_url"] = anthropic_url
     config["client_keys"].append({"name": "limited", "key": LIMITED_KEY, "allowed_models": ["up-openai_chat/*"]})
     load(config)
+    seen(gateway)
     httpx.post(mock.url + "/_mock/reset")
 
 
@@ -48,7 +49,7 @@ def upstream_count() -> int:
 
 
 def test_an_anthropic_upstream_counts_and_its_number_comes_back(gateway: Server, mock_upstream: Server) -> None:
-    configure(mock_upstream)
+    configure(gateway, mock_upstream)
     assert count(gateway, "up-anthropic/mock-text") == upstream_count()
     [sent] = received(mock_upstream)
     assert sent["path"] == "/v1/messages/count_tokens"
@@ -57,7 +58,7 @@ def test_an_anthropic_upstream_counts_and_its_number_comes_back(gateway: Server,
 
 
 def test_a_chat_upstream_gets_no_call_and_the_count_is_estimated(gateway: Server, mock_upstream: Server) -> None:
-    configure(mock_upstream)
+    configure(gateway, mock_upstream)
     estimated = count(gateway, "up-openai_chat/mock-text")
     assert received(mock_upstream) == []
     # About 270 tokens of text (200 words repeated alone make 200); the upstream would say ~1,300.
@@ -65,35 +66,35 @@ def test_a_chat_upstream_gets_no_call_and_the_count_is_estimated(gateway: Server
 
 
 def test_an_upstream_5xx_falls_back_to_the_estimate(gateway: Server, mock_upstream: Server) -> None:
-    configure(mock_upstream, ["sk-fail-500-count"])
+    configure(gateway, mock_upstream, ["sk-fail-500-count"])
     fallback = count(gateway, "up-anthropic/mock-text")
     assert len(received(mock_upstream)) == 1  # asked, failed
-    configure(mock_upstream)
+    configure(gateway, mock_upstream)
     assert fallback == count(gateway, "up-openai_chat/mock-text")
 
 
 def test_an_unreachable_upstream_falls_back_to_the_estimate(gateway: Server, mock_upstream: Server) -> None:
-    configure(mock_upstream, anthropic_url=f"http://127.0.0.1:{free_port()}/v1")  # nothing listens there
+    configure(gateway, mock_upstream, anthropic_url=f"http://127.0.0.1:{free_port()}/v1")  # nothing listens there
     fallback = count(gateway, "up-anthropic/mock-text")
-    configure(mock_upstream)
+    configure(gateway, mock_upstream)
     assert fallback == count(gateway, "up-openai_chat/mock-text")
 
 
 def test_a_provider_without_accounts_gets_the_estimate(gateway: Server, mock_upstream: Server) -> None:
-    configure(mock_upstream, [])
+    configure(gateway, mock_upstream, [])
     fallback = count(gateway, "up-anthropic/mock-text")
     assert received(mock_upstream) == []
-    configure(mock_upstream)
+    configure(gateway, mock_upstream)
     assert fallback == count(gateway, "up-openai_chat/mock-text")
 
 
 def test_an_account_that_is_rate_limited_falls_back_to_the_estimate(gateway: Server, mock_upstream: Server) -> None:
-    configure(mock_upstream, ["sk-fail-429-count"])
+    configure(gateway, mock_upstream, ["sk-fail-429-count"])
     assert 200 < count(gateway, "up-anthropic/mock-text") < upstream_count() // 2
 
 
 def test_an_upstream_4xx_reaches_the_client_with_its_status(gateway: Server, mock_upstream: Server) -> None:
-    configure(mock_upstream, ["sk-fail-402-count"])
+    configure(gateway, mock_upstream, ["sk-fail-402-count"])
     with pytest.raises(anthropic.APIStatusError) as caught:
         count(gateway, "up-anthropic/mock-text")
     assert caught.value.status_code == 402
@@ -103,7 +104,7 @@ def test_an_upstream_4xx_reaches_the_client_with_its_status(gateway: Server, moc
 
 
 def test_the_key_may_only_count_for_models_it_may_use(gateway: Server, mock_upstream: Server) -> None:
-    configure(mock_upstream)
+    configure(gateway, mock_upstream)
     with pytest.raises(anthropic.PermissionDeniedError):
         count(gateway, "up-anthropic/mock-text", LIMITED_KEY)
     assert received(mock_upstream) == []
@@ -111,6 +112,6 @@ def test_the_key_may_only_count_for_models_it_may_use(gateway: Server, mock_upst
 
 
 def test_an_unknown_model_is_not_found(gateway: Server, mock_upstream: Server) -> None:
-    configure(mock_upstream)
+    configure(gateway, mock_upstream)
     with pytest.raises(anthropic.NotFoundError):
         count(gateway, "no-such-model")

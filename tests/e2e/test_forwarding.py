@@ -14,7 +14,7 @@ import pytest
 from accounts.config_file import load
 from tests.e2e import clients
 from tests.e2e.conftest import CLIENT_KEY, pool_config
-from tests.servers import Server, received
+from tests.servers import Server, received, seen
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -90,6 +90,7 @@ def test_a_provider_adds_overrides_and_drops_headers(transactional_db: Any, gate
     config = pool_config(mock_upstream, headers={"X-Org": "team-a", "anthropic-version": "2099-01-01",
                                                  "user-agent": ""})
     load(config)
+    seen(gateway)
     httpx.post(mock_upstream.url + "/_mock/reset")
     client = clients.anthropic_client(gateway.url, CLIENT_KEY, default_headers={"anthropic-version": "2023-01-01"})
     client.messages.create(model="up-anthropic/mock-text", max_tokens=20, messages=[{"role": "user", "content": "hi"}])

@@ -20,7 +20,7 @@ from accounts.config_file import load
 from accounts.models import Account, DisableEvent, RequestLog
 from tests.e2e import clients
 from tests.e2e.conftest import CLIENT_KEY, pool_config
-from tests.servers import Server, free_port
+from tests.servers import Server, free_port, seen
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,8 +37,9 @@ def call(gateway: Server, client_proto: str, model: str, stream: bool) -> client
     return clients.responses_call(clients.openai_client(gateway.url, CLIENT_KEY), model, MSGS, stream)
 
 
-def setup_pool(mock: Server, upstream: str, keys: list[str], **extra: Any) -> None:
+def setup_pool(gateway: Server, mock: Server, upstream: str, keys: list[str], **extra: Any) -> None:
     load(pool_config(mock, {upstream: keys}, **extra))
+    seen(gateway)
     httpx.post(mock.url + "/_mock/reset")
 
 
@@ -66,7 +67,7 @@ def wait_for_log_row(model: str, timeout: float = 5.0) -> RequestLog:
 @pytest.mark.parametrize("client_proto", CLIENTS)
 def test_429_then_401_then_ok_serves_from_the_third_account(gateway: Server, mock_upstream: Server,
                                                            client_proto: str, stream: bool) -> None:
-    setup_pool(mock_upstream, "anthropic", ["sk-fail-429-a", "sk-fail-401-b", "sk-good-c"])
+    setup_pool(gateway, mock_upstream, "anthropic", ["sk-fail-429-a", "sk-fail-401-b", "sk-good-c"])
     model = unique("up-anthropic/mock-text")
     out = call(gateway, client_proto, model, stream)
     assert out.text == "Hello! This is the mock upstream."
@@ -89,7 +90,7 @@ def test_429_then_401_then_ok_serves_from_the_third_account(gateway: Server, moc
 @pytest.mark.parametrize("client_proto", CLIENTS)
 def test_estimated_cost_is_returned_to_the_client_untouched(gateway: Server, mock_upstream: Server,
                                                              client_proto: str, stream: bool) -> None:
-    setup_pool(mock_upstream, "openai_chat", ["sk-fail-403-cost-a", "sk-good-b"])
+    setup_pool(gateway, mock_upstream, "openai_chat", ["sk-fail-403-cost-a", "sk-good-b"])
     with pytest.raises((openai.APIStatusError, anthropic.APIStatusError)) as info:
         call(gateway, client_proto, "up-openai_chat/mock-text", stream)
     assert info.value.status_code == 403
@@ -104,7 +105,7 @@ def test_estimated_cost_is_returned_to_the_client_untouched(gateway: Server, moc
 @pytest.mark.parametrize("client_proto", CLIENTS)
 def test_insufficient_tokens_moves_on_without_disabling(gateway: Server, mock_upstream: Server,
                                                        client_proto: str, stream: bool) -> None:
-    setup_pool(mock_upstream, "responses", ["sk-fail-403-tokens-a", "sk-good-b"])
+    setup_pool(gateway, mock_upstream, "responses", ["sk-fail-403-tokens-a", "sk-good-b"])
     out = call(gateway, client_proto, "up-responses/mock-text", stream)
     assert out.text
     assert DisableEvent.objects.count() == 0
@@ -122,6 +123,7 @@ def test_refused_connection_moves_on_without_blaming_the_account(gateway: Server
                                 "connect_timeout": 2.0,
                                 "accounts": [{"label": "d0", "api_key": "sk-good-dead"}]})
     load(config)
+    seen(gateway)
     with pytest.raises((openai.APIStatusError, anthropic.APIStatusError)) as info:
         call(gateway, client_proto, "dead/mock-text", stream)
     assert info.value.status_code == 502
@@ -133,7 +135,7 @@ def test_refused_connection_moves_on_without_blaming_the_account(gateway: Server
 @pytest.mark.parametrize("client_proto", CLIENTS)
 def test_error_inside_a_200_stream_before_content_is_retried(gateway: Server, mock_upstream: Server,
                                                              client_proto: str) -> None:
-    setup_pool(mock_upstream, "anthropic", ["sk-fail-stream-error-a", "sk-good-b"])
+    setup_pool(gateway, mock_upstream, "anthropic", ["sk-fail-stream-error-a", "sk-good-b"])
     model = unique("up-anthropic/mock-text")
     out = call(gateway, client_proto, model, stream=True)
     assert out.text == "Hello! This is the mock upstream."
@@ -145,7 +147,7 @@ def test_error_inside_a_200_stream_before_content_is_retried(gateway: Server, mo
 @pytest.mark.parametrize("client_proto", CLIENTS)
 def test_all_accounts_bad_is_503_in_the_callers_envelope(gateway: Server, mock_upstream: Server,
                                                         client_proto: str, stream: bool) -> None:
-    setup_pool(mock_upstream, "openai_chat", ["sk-fail-429-a", "sk-fail-402-b"])
+    setup_pool(gateway, mock_upstream, "openai_chat", ["sk-fail-429-a", "sk-fail-402-b"])
     with pytest.raises((openai.APIStatusError, anthropic.APIStatusError)) as info:
         call(gateway, client_proto, "up-openai_chat/mock-text", stream)
     assert info.value.status_code == 503
@@ -157,7 +159,7 @@ def test_all_accounts_bad_is_503_in_the_callers_envelope(gateway: Server, mock_u
 
 def test_overloaded_inside_a_stream_goes_back_to_the_client_as_the_sop_says(gateway: Server,
                                                                              mock_upstream: Server) -> None:
-    setup_pool(mock_upstream, "anthropic", ["sk-fail-stream-overloaded-a", "sk-good-b"])
+    setup_pool(gateway, mock_upstream, "anthropic", ["sk-fail-stream-overloaded-a", "sk-good-b"])
     with pytest.raises(anthropic.APIStatusError) as info:
         call(gateway, "anthropic", "up-anthropic/mock-text", stream=True)
     assert info.value.status_code == 529

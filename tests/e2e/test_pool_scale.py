@@ -23,7 +23,7 @@ from django.db.models import Sum
 
 from accounts.config_file import load
 from accounts.models import Account, DisableEvent, RequestLog
-from tests.servers import Server, database_url, gateway_processes
+from tests.servers import Server, database_url, gateway_processes, seen
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -47,12 +47,13 @@ def gateways(django_db_setup: Any, django_db_blocker: Any, mock_upstream: Server
         yield servers
 
 
-def load_pool(mock: Server, keys: list[str]) -> None:
+def load_pool(gateways: list[Server], mock: Server, keys: list[str]) -> None:
     load({"providers": [{"name": "scale", "protocol": "openai_chat", "base_url": f"{mock.url}/v1", "models": [],
                          "prices": PRICES,
                          "accounts": [{"label": f"s{i}", "api_key": k, "balance": str(START_BALANCE)}
                                       for i, k in enumerate(keys)]}],
           "client_keys": [{"name": "scale", "key": CLIENT_KEY}]})
+    seen(*gateways)
     httpx.post(mock.url + "/_mock/reset")
 
 
@@ -115,7 +116,7 @@ def usage_totals(results: list[tuple[int, dict[str, int]]]) -> tuple[int, int]:
 
 def test_200_concurrent_requests_over_two_processes_spread_evenly_and_add_up(
         gateways: list[Server], mock_upstream: Server) -> None:
-    load_pool(mock_upstream, [f"sk-scale-good-{i}" for i in range(ACCOUNTS)])
+    load_pool(gateways, mock_upstream, [f"sk-scale-good-{i}" for i in range(ACCOUNTS)])
     results, elapsed = run_load(gateways)
     print(f"\n{REQUESTS} requests over 2 gateway processes at concurrency {CONCURRENCY}: "
           f"{elapsed:.2f}s ({REQUESTS / elapsed:.0f} req/s)")
@@ -142,7 +143,7 @@ def test_200_concurrent_requests_over_two_processes_spread_evenly_and_add_up(
 def test_an_account_answering_429_is_disabled_exactly_once_and_no_request_fails(
         gateways: list[Server], mock_upstream: Server) -> None:
     keys = [f"sk-scale-good-{i}" for i in range(ACCOUNTS - 1)] + ["sk-scale-fail-429-x"]
-    load_pool(mock_upstream, keys)
+    load_pool(gateways, mock_upstream, keys)
     results, elapsed = run_load(gateways)
     assert Counter(status for status, _ in results) == {200: REQUESTS}
     wait_for_log(REQUESTS)

@@ -107,6 +107,7 @@ def test_sdk_sees_an_error_not_a_hang_when_the_upstream_dies(pool: Any, gateway:
             clients.responses_call(clients.openai_client(gateway.url, CLIENT_KEY), model, msgs, stream=True)
 
 
+@pytest.mark.slow  # the provider's 3 s idle timeout, each (tests/gateway/test_relay.py has it in milliseconds)
 @pytest.mark.parametrize("client_proto", CLIENTS)
 def test_stalled_upstream_is_cut_at_its_idle_timeout(pool: Any, gateway: Server, client_proto: str) -> None:
     started = time.monotonic()

@@ -20,7 +20,7 @@ from tests.e2e import clients
 from tests.e2e.conftest import CLIENT_KEY, pool_config
 from tests.e2e.test_passthrough import replay
 from tests.fixtures.recorded_loader import recordings
-from tests.servers import Server, received
+from tests.servers import Server, received, seen
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -62,6 +62,7 @@ def test_responses_structured_output_reaches_chat_and_anthropic_upstreams(pool: 
 def test_a_provider_without_structured_output_does_not_get_it(transactional_db: Any, gateway: Server,
                                                                mock_upstream: Server) -> None:
     load(pool_config(mock_upstream, accepts_structured_output=False))
+    seen(gateway)
     text = {"format": {"type": "json_schema", "name": "place", "schema": SCHEMA, "strict": True}}
     clients.openai_client(gateway.url, CLIENT_KEY).responses.create(
         model="up-anthropic/mock-text", input="where?", text=text)  # type: ignore[arg-type]

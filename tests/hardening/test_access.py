@@ -21,7 +21,7 @@ from accounts import pool
 from accounts.config_file import load
 from accounts.models import Account, ApiKey, DisableEvent, RequestLog
 from accounts.secrets import hash_client_key
-from gateway import auth
+from gateway import state
 
 pytestmark = pytest.mark.django_db
 
@@ -85,10 +85,10 @@ def test_client_keys_are_looked_up_by_digest_and_compared_in_constant_time(objec
         compared.append((a, b))
         return constant_time(a, b)
 
-    monkeypatch.setattr(auth.hmac, "compare_digest", spy)
-    assert auth._lookup(digest) is not None
+    monkeypatch.setattr(state.hmac, "compare_digest", spy)
+    assert state._find_key(digest) is not None
     assert compared == [(digest, digest)]
-    assert auth._lookup(hash_client_key(CLIENT_KEY[:-1] + "X")) is None
+    assert state._find_key(hash_client_key(CLIENT_KEY[:-1] + "X")) is None
 
 
 def test_every_admin_page_sends_anonymous_and_non_staff_users_to_the_login_page(objects: Any) -> None:

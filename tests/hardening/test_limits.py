@@ -85,6 +85,7 @@ def test_keys_without_limits_and_other_keys_are_not_held_back(pool: Any, gateway
     assert all(call(gateway.url, CHAT, free).status_code == 200 for _ in range(5))
 
 
+@pytest.mark.slow  # waits seconds for the log writer's batch and the token count's cache
 def test_a_key_over_its_daily_tokens_gets_429_until_midnight_utc(pool: Any, gateway: Server,
                                                                  mock_upstream: Server) -> None:
     key = limited_key(mock_upstream, daily_token_limit=15)  # each answer is ~7 tokens

@@ -65,6 +65,7 @@ def own_key(mock: Server) -> tuple[str, str]:
     return key, key[-16:]
 
 
+@pytest.mark.slow  # seconds of load and grace each
 @pytest.mark.parametrize("grace, streams_finish", [(10.0, True), (1.0, False)], ids=["finish", "cut-short"])
 def test_sigterm_under_load_ends_every_stream_cleanly_and_loses_no_row(mock_upstream: Server, grace: float,
                                                                       streams_finish: bool) -> None:

@@ -13,7 +13,7 @@ from tests.hardening.soak import GATEWAY_ENV, run
 from tests.hardening.soak_load import soak_pool
 from tests.servers import ROOT, Server, database_url, start_gateway
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]  # about a minute
 
 CLIENTS = 200
 WARMUP_SECONDS = 10.0
