@@ -25,26 +25,25 @@ class Refresh:
         self.loaded_at: float | None = None  # monotonic time of the last completed re-read
 
     async def ensure(self, ttl: float) -> None:
+        """A copy no older than ``ttl``: waited for only when there is none yet (or ``ttl`` is 0)."""
+
         loaded_at = self.loaded_at
-        if loaded_at is not None and time.monotonic() - loaded_at < ttl:
-            return
-        running = self._running
-        if running is None or running.done() or running.get_loop() is not asyncio.get_running_loop():
-            running = self._running = asyncio.ensure_future(self._run())
-            running.add_done_callback(self._retrieved)
-        if loaded_at is None or ttl <= 0:
+        running = self.start_if_due(ttl)
+        if running is not None and (loaded_at is None or ttl <= 0):
             await asyncio.shield(running)
 
-    def start_if_due(self, ttl: float) -> None:
-        """Start a re-read in the background if the copy is older than ``ttl``; never wait for it."""
+    def start_if_due(self, ttl: float) -> asyncio.Future[None] | None:
+        """Start a re-read in the background if the copy is older than ``ttl`` (or join the one
+        running); never wait for it. None when the copy is fresh."""
 
         loaded_at = self.loaded_at
         if loaded_at is not None and time.monotonic() - loaded_at < ttl:
-            return
+            return None
         running = self._running
         if running is None or running.done() or running.get_loop() is not asyncio.get_running_loop():
             running = self._running = asyncio.ensure_future(self._run())
             running.add_done_callback(self._retrieved)
+        return running
 
     def invalidate(self) -> None:
         """The next request waits for a fresh copy."""

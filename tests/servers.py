@@ -146,6 +146,22 @@ def start_gateway(db_url: str, extra_env: dict[str, str] | None = None, ttls: di
 
 
 @contextlib.contextmanager
+def own_gateway(django_db_blocker: Any, extra_env: dict[str, str] | None = None,
+                **start: Any) -> Iterator[Server]:
+    """A gateway on the test database (``start_gateway``'s arguments), stopped on exit."""
+
+    from django.db import connection
+
+    with django_db_blocker.unblock():
+        url = database_url(connection.settings_dict)
+    server = start_gateway(url, extra_env, **start)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
 def gateway_processes(db_url: str, count: int, extra_env: dict[str, str] | None = None) -> Iterator[list[Server]]:
     """``count`` gateway processes sharing one database; all stopped on exit, even if one fails to start."""
 

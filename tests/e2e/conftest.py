@@ -7,10 +7,9 @@ from typing import Any
 
 import httpx
 import pytest
-from django.db import connection
 
 from accounts.config_file import load
-from tests.servers import PRODUCTION_TTLS, Server, database_url, seen, start_gateway, start_mock
+from tests.servers import PRODUCTION_TTLS, Server, own_gateway, seen, start_mock
 
 CLIENT_KEY = "gw-e2e-key"
 
@@ -28,11 +27,8 @@ def mock_upstream() -> Iterator[Server]:
 
 @pytest.fixture(scope="package")
 def gateway(django_db_setup: Any, django_db_blocker: Any, mock_upstream: Server) -> Iterator[Server]:
-    with django_db_blocker.unblock():
-        url = database_url(connection.settings_dict)
-    server = start_gateway(url)
-    yield server
-    server.stop()
+    with own_gateway(django_db_blocker) as server:
+        yield server
 
 
 @pytest.fixture(scope="package")
@@ -40,11 +36,8 @@ def production_gateway(django_db_setup: Any, django_db_blocker: Any, mock_upstre
     """A gateway with production's TTLs whatever GATEWAY_TEST_TTLS says: configuration and pool
     served from memory and re-read in the background once stale."""
 
-    with django_db_blocker.unblock():
-        url = database_url(connection.settings_dict)
-    server = start_gateway(url, ttls=PRODUCTION_TTLS)
-    yield server
-    server.stop()
+    with own_gateway(django_db_blocker, ttls=PRODUCTION_TTLS) as server:
+        yield server
 
 
 def pool_config(mock: Server, accounts: dict[str, list[str]] | None = None, **provider_extra: Any) -> dict[str, Any]:

@@ -12,11 +12,10 @@ from typing import Any
 
 import httpx
 import pytest
-from django.db import connection
 
 from accounts.config_file import load
 from tests.e2e.conftest import CLIENT_KEY, pool_config
-from tests.servers import Server, database_url, start_gateway
+from tests.servers import Server, own_gateway
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,23 +27,17 @@ GROWTH = 50 * MB
 def own_gateway(django_db_setup: Any, django_db_blocker: Any, mock_upstream: Server) -> Iterator[Server]:
     """A gateway of these tests only, so that its memory is theirs."""
 
-    with django_db_blocker.unblock():
-        url = database_url(connection.settings_dict)
-    server = start_gateway(url, {"LOG_LEVEL": "ERROR"})
-    yield server
-    server.stop()
+    with own_gateway(django_db_blocker, {"LOG_LEVEL": "ERROR"}) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
 def loose_gateway(django_db_setup: Any, django_db_blocker: Any, mock_upstream: Server) -> Iterator[Server]:
     """One whose bounds on an answer's size are far away: only the read-ahead can hold memory down."""
 
-    with django_db_blocker.unblock():
-        url = database_url(connection.settings_dict)
-    server = start_gateway(url, {"LOG_LEVEL": "ERROR", "GATEWAY_MAX_UPSTREAM_BYTES": str(1024 * MB),
-                                 "GATEWAY_MAX_ANSWER_CHARS": str(1024 * MB)})
-    yield server
-    server.stop()
+    with own_gateway(django_db_blocker, {"LOG_LEVEL": "ERROR", "GATEWAY_MAX_UPSTREAM_BYTES": str(1024 * MB),
+                                         "GATEWAY_MAX_ANSWER_CHARS": str(1024 * MB)}) as server:
+        yield server
 
 
 @pytest.fixture

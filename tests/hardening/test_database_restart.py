@@ -24,7 +24,7 @@ from django.db import connection
 from accounts.config_file import load
 from accounts.models import RequestLog
 from tests.e2e.conftest import pool_config
-from tests.servers import Server, database_url, start_gateway
+from tests.servers import PRODUCTION_TTLS, Server, own_gateway
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -41,11 +41,8 @@ CONCURRENCY = 8
 def production_gateway(django_db_blocker: Any, mock_upstream: Server) -> Iterator[Server]:
     """A gateway with the production TTLs: its config and keys are cached and re-read in the background."""
 
-    with django_db_blocker.unblock():
-        url = database_url(connection.settings_dict)
-    server = start_gateway(url, {"GATEWAY_CONFIG_TTL": "2", "GATEWAY_POOL_TTL": "1", "LOG_LEVEL": "WARNING"})
-    yield server
-    server.stop()
+    with own_gateway(django_db_blocker, {"LOG_LEVEL": "WARNING"}, ttls=PRODUCTION_TTLS) as server:
+        yield server
 
 
 def backend_pid() -> int:

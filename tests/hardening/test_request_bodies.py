@@ -19,13 +19,12 @@ import httpx
 import orjson
 import pytest
 import zstandard
-from django.db import connection
 
 from accounts.config_file import load
 from tests.e2e.conftest import CLIENT_KEY, pool_config
 from tests.hardening.envelope import CHAT, MSGS, check_error_envelope
 from tests.hardening.raw_http import read_answer
-from tests.servers import Server, database_url, start_gateway
+from tests.servers import Server, own_gateway
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -35,11 +34,8 @@ BODY_TIMEOUT = 2.0
 
 @pytest.fixture(scope="module")
 def own_gateway(django_db_setup: Any, django_db_blocker: Any, mock_upstream: Server) -> Iterator[Server]:
-    with django_db_blocker.unblock():
-        url = database_url(connection.settings_dict)
-    server = start_gateway(url, {"LOG_LEVEL": "ERROR", "GATEWAY_BODY_TIMEOUT": str(BODY_TIMEOUT)})
-    yield server
-    server.stop()
+    with own_gateway(django_db_blocker, {"LOG_LEVEL": "ERROR", "GATEWAY_BODY_TIMEOUT": str(BODY_TIMEOUT)}) as server:
+        yield server
 
 
 @pytest.fixture
