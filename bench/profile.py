@@ -19,12 +19,15 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .procs import ROOT
 
-if TYPE_CHECKING:
-    from .gateway import Stack
+class Stack(Protocol):
+    """What a profile needs of the bench's running stack (``bench.gateway.Stack``)."""
+
+    gateway: Any  # the gateway's process (its pid)
+    loadgen: Any  # the load generator (run())
 
 OUT = ROOT / "artifacts" / "bench-profile.txt"  # bench-profile-<kind>.txt beside it
 TOP = 15

@@ -34,7 +34,7 @@ from .prober import Prober
 from .logspool import Spool, for_database
 from .relay import OpenStreams
 from .reqlog import LogWriter, Sink
-from .routes import RouteTable, api_routes
+from .routes import RouteTable
 from .state import SnapshotCache
 from .upstream import UpstreamClient
 
@@ -54,13 +54,13 @@ def make_pool(options: Options) -> pool_state.Pool:
 
 
 class Gateway:
-    def __init__(self, options: Options, *, routes: RouteTable | None = None,
+    def __init__(self, options: Options, routes: RouteTable, *,
                  upstream: UpstreamClient | None = None, pool: pool_state.Pool | None = None,
                  limits: Limits | None = None, log_writer: LogWriter | None = None,
                  config: SnapshotCache | None = None, sinks: Sequence[Sink] = (),
                  spool: Spool | None = None, prober: Prober | None = None) -> None:
         self.options = options
-        self.routes = routes or api_routes()
+        self.routes = routes
         self.upstream = upstream or UpstreamClient(options.upstream_max_connections)
         self.pool = pool or make_pool(options)
         self.limits = limits or Limits(options.redis_url, options.token_usage_ttl,
@@ -121,13 +121,13 @@ def log_sinks(settings: Any) -> list[Sink]:
     return [import_string(path) for path in settings.GATEWAY_LOG_SINKS]
 
 
-def build(settings: Any) -> Gateway:
-    """The process's app, from Django's settings; flushed at interpreter exit."""
+def build(settings: Any, routes: RouteTable) -> Gateway:
+    """The process's app, from Django's settings, serving ``routes``; flushed at interpreter exit."""
 
     spool = None
     if settings.GATEWAY_LOG_SPOOL_DIR:
         spool = Spool(for_database(Path(settings.GATEWAY_LOG_SPOOL_DIR), settings.DATABASES["default"]))
-    gw = Gateway(Options.from_settings(settings), sinks=log_sinks(settings), spool=spool)
+    gw = Gateway(Options.from_settings(settings), routes, sinks=log_sinks(settings), spool=spool)
     gw.connect_signals()
     atexit.register(gw.flush)
     return gw

@@ -28,10 +28,11 @@ from django.conf import settings  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 
 from . import daphne  # noqa: E402
+from .api import api_routes  # noqa: E402
 from .app import build  # noqa: E402
 from .edge import Edge  # noqa: E402
 
-gateway = build(settings)
+gateway = build(settings, api_routes())
 
 application = Edge(
     gateway,

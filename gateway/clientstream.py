@@ -7,7 +7,7 @@ from typing import Protocol
 
 from translation import ir
 from translation.passthrough import Tap
-from translation.protocol import StreamEncoder
+from translation.streams import StreamEncoder
 
 from .relay import Batch
 

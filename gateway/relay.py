@@ -33,7 +33,7 @@ from typing import Literal, Protocol
 
 from translation import ir
 from translation.passthrough import Tap
-from translation.protocol import StreamDecoder
+from translation.streams import StreamDecoder
 from translation.sse import EventTooLarge, SSEEvent, SSEParser
 
 from .upstream import NETWORK_ERRORS, TooLarge, UpstreamResponse

@@ -1,6 +1,7 @@
-"""The route table of the API: path → view, the protocol whose error envelope the path answers in,
-and the methods it takes. Every layer of the edge reads this one table: the router (is this an API
-path?), the drain, the body limit, the head limit and the API handler (which view, which envelope).
+"""Route tables: path → view, the protocol whose error envelope the path answers in, and the
+methods it takes. Every layer of the edge reads the app's one table (``gateway.api``): the router
+(is this an API path?), the drain, the body limit, the head limit and the API handler (which view,
+which envelope).
 
 Pages (admin, dashboard, static files, ``/``) are Django's URLconf, not this table.
 """
@@ -89,18 +90,3 @@ class RouteTable:
             if path == prefix or path.startswith(prefix + "/"):
                 return protocol
         return DEFAULT_ENVELOPE
-
-
-def api_routes() -> RouteTable:
-    from . import views
-
-    post, get = frozenset({"POST"}), frozenset({"GET", "HEAD"})
-    return RouteTable([
-        Route("/v1/chat/completions", views.chat_completions, "openai_chat", post),
-        Route("/v1/messages", views.messages, "anthropic", post),
-        Route("/v1/messages/count_tokens", views.count_tokens, "anthropic", post),
-        Route("/v1/responses", views.responses, "responses", post),
-        Route("/v1/models", views.models, "openai_chat", get),
-        Route("/healthz", views.healthz, None, get, served_when_stopping=True),
-        Route("/readyz", views.readyz, None, get),
-    ])

@@ -28,7 +28,7 @@ from typing import Any
 
 from . import ir, sse
 from .encoder_base import NO_FINISH
-from .protocol import StreamDecoder
+from .streams import StreamDecoder
 from .sse import SSEEvent
 
 

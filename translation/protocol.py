@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import ir
-from .sse import SSEEvent
+from .streams import StreamDecoder, StreamEncoder
 
 if TYPE_CHECKING:
     from .passthrough import ModelRewrite, Tap
@@ -26,29 +26,6 @@ class EncodeContext:
     body: dict[str, Any] = field(default_factory=dict)  # the client's raw body (Responses echoes it)
     id: str | None = None  # fixed response id (tests); generated when None
     created: int = field(default_factory=lambda: int(time.time()))
-
-
-class StreamDecoder(Protocol):
-    """Upstream wire events → IR events. ``finish()`` at end of input."""
-
-    unknown_events: int
-
-    def feed(self, event: SSEEvent) -> list[ir.Event]: ...
-
-    def finish(self) -> list[ir.Event]: ...
-
-
-class StreamEncoder(Protocol):
-    """IR events → client wire bytes (already SSE-framed).
-
-    ``finish()`` closes whatever is open and writes the protocol's terminator,
-    whatever the upstream did; after it (or after an ``ir.Error``) the encoder
-    emits nothing more.
-    """
-
-    def feed(self, event: ir.Event) -> list[bytes]: ...
-
-    def finish(self) -> list[bytes]: ...
 
 
 class ProtocolModule(Protocol):

@@ -25,7 +25,8 @@ import orjson
 from aiohttp import web
 
 from translation import fold, ir, registry
-from translation.protocol import EncodeContext, ProtocolModule, StreamEncoder
+from translation.protocol import EncodeContext, ProtocolModule
+from translation.streams import StreamEncoder
 
 from . import replay, scenarios, strict
 from .scenarios import Ending, Fault, JsonMode, Pause, Plan, Raw

@@ -32,6 +32,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from accounts.models import Account, default_rules
 from accounts.db import DatabaseUnavailable
 from accounts.secrets import hash_client_key
+from gateway.api import api_routes
 from gateway.app import Gateway
 from gateway.dispatch import Exchange, dispatch
 from gateway.options import Options
@@ -347,7 +348,7 @@ def rig(snap: Snapshot, accounts: Iterable[Account] = (), upstream: FakeUpstream
     pool = FakePool(accounts, unavailable)
     up = upstream or FakeUpstream()
     log = RecordingLog()
-    gw = Gateway(options or Options(keepalive_seconds=5.0), pool=pool, upstream=up, log_writer=log,
+    gw = Gateway(options or Options(keepalive_seconds=5.0), api_routes(), pool=pool, upstream=up, log_writer=log,
                  config=config(snap), limits=limits or Limits(), prober=IdleProber())
     return Rig(gw, pool, up, log)
 

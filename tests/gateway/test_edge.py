@@ -13,7 +13,8 @@ from django.http import HttpRequest, HttpResponse
 
 from gateway.edge import Edge
 from gateway.options import Options
-from gateway.routes import Route, RouteTable, api_routes
+from gateway.api import api_routes
+from gateway.routes import Route, RouteTable
 from tests.gateway.fakes import (Answer, Client, FakeUpstream, Reply, Rig, account, anthropic_body, asgi_call,
                                  bearer, chat_answer, chat_body, chat_stream, chat_text, client_key, events,
                                  json_reply, provider, rig, run, snapshot, sse, sse_reply)

@@ -1,0 +1,24 @@
+"""The API's route table: which view serves which path, in which protocol's envelope.
+
+Kept apart from the table's machinery (``gateway.routes``) so that the app object, which holds a
+table, never imports the views, which take the app object.
+"""
+
+from __future__ import annotations
+
+from . import views
+from .routes import Route, RouteTable
+
+POST, GET = frozenset({"POST"}), frozenset({"GET", "HEAD"})
+
+
+def api_routes() -> RouteTable:
+    return RouteTable([
+        Route("/v1/chat/completions", views.chat_completions, "openai_chat", POST),
+        Route("/v1/messages", views.messages, "anthropic", POST),
+        Route("/v1/messages/count_tokens", views.count_tokens, "anthropic", POST),
+        Route("/v1/responses", views.responses, "responses", POST),
+        Route("/v1/models", views.models, "openai_chat", GET),
+        Route("/healthz", views.healthz, None, GET, served_when_stopping=True),
+        Route("/readyz", views.readyz, None, GET),
+    ])
