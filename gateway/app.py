@@ -32,6 +32,7 @@ from .options import Options
 from .prober import Prober
 from .ratelimit import Limits
 from .relay import OpenStreams
+from .knownsecrets import KnownSecrets
 from .logspool import Spool, for_database
 from .reqlog import LogWriter, Sink
 from .routes import RouteTable, api_routes
@@ -64,9 +65,10 @@ class Gateway:
         self.upstream = upstream or UpstreamClient(options.upstream_max_connections)
         self.pool = pool or make_pool(options)
         self.limits = limits or Limits(options.redis_url, options.token_usage_ttl)
+        self.config = config or SnapshotCache(options.config_ttl, KnownSecrets() if options.log_bodies else None)
         self.log = log_writer or LogWriter(options.log_batch_seconds, sinks,
-                                           options.log_body_limit if options.log_bodies else None, spool)
-        self.config = config or SnapshotCache(options.config_ttl)
+                                           options.log_body_limit if options.log_bodies else None, spool,
+                                           known_secrets=self.config.known_secrets)
         self.models = ModelCatalog(self.upstream, options.models_cache_ttl)
         self.streams = OpenStreams()
         self.prober = Prober(self.config, self.upstream, options.probe_interval)

@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accounts.db import hop
+from accounts.redact import SecretSet
 from accounts.refresh import Refresh
 from translation.ir import UpstreamCaps
+
+from .knownsecrets import KnownSecrets
 
 
 @dataclass(frozen=True)
@@ -58,9 +61,11 @@ class Snapshot:
     providers: dict[int, ProviderInfo] = field(default_factory=dict)
     aliases: list[AliasInfo] = field(default_factory=list)
     keys: dict[str, KeyInfo] = field(default_factory=dict)  # by key hash
+    # Every account's upstream key, for logged bodies; empty unless body logging is on.
+    secrets: SecretSet = field(default_factory=lambda: SecretSet(()))
 
 
-def _load() -> Snapshot:
+def _load(known: KnownSecrets | None = None) -> Snapshot:
     from accounts.models import ApiKey, ModelAlias, Provider
 
     snap = Snapshot()
@@ -81,6 +86,8 @@ def _load() -> Snapshot:
                                       a.upstream_model, a.priority))
     for k in ApiKey.objects.filter(active=True):
         snap.keys[k.key_hash] = key_info(k)
+    if known is not None:
+        snap.secrets = known.reload()
     return snap
 
 
@@ -89,8 +96,11 @@ def key_info(k: Any) -> KeyInfo:
 
 
 class SnapshotCache:
-    def __init__(self, ttl: float) -> None:
+    def __init__(self, ttl: float, known_secrets: KnownSecrets | None = None) -> None:
+        """``known_secrets``: re-read with each snapshot (body logging on), else never built."""
+
         self._ttl = ttl
+        self.known_secrets = known_secrets
         self._snap = Snapshot()
         self._refresh = Refresh(self._reread, "configuration")
 
@@ -99,7 +109,7 @@ class SnapshotCache:
         return self._snap
 
     async def _reread(self) -> None:
-        self._snap = await hop(_load)
+        self._snap = await hop(_load, self.known_secrets)
 
     def invalidate(self) -> None:
         self._refresh.invalidate()
