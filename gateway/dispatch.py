@@ -49,6 +49,7 @@ from .reqlog import LogWriter
 from .responses import SSE_HEADERS, raw_json_response
 from .routing import Route
 from .state import KeyInfo
+from .streamlog import SpelledText, kept_stream
 from .upstream import NETWORK_ERRORS, Headers, UpstreamResponse, UpstreamTarget
 
 if TYPE_CHECKING:
@@ -314,10 +315,14 @@ class _StreamWriter:
         limit = log_writer.body_limit
         self.sent: bytearray | None = bytearray() if limit is not None else None
         self.sent_cap = 2 * (limit or 0)
+        self.spelled = SpelledText(self.sent_cap) if limit is not None else None  # see gateway.streamlog
 
     def _note(self, events: list[ir.Event]) -> None:
         for event in events:
-            if isinstance(event, (ir.Usage, ir.Finish, ir.Error)):
+            if isinstance(event, ir.BlockDelta):
+                if self.spelled is not None:
+                    self.spelled.feed(event)
+            elif isinstance(event, (ir.Usage, ir.Finish, ir.Error)):
                 self.tap.feed(event)
                 if isinstance(event, ir.Error):
                     self.error_class = (ErrorClass.SHUTTING_DOWN if self.stream.aborted else
@@ -392,8 +397,9 @@ class _StreamWriter:
         _finish_record(self.ex, self.status, resp.usage, resp.finish)
         if self.error_class:
             self.ex.record.error_class = self.error_class
-        if self.sent is not None:
-            self.ex.record.response_body = self.log_writer.keep_body(self.sent.decode("utf-8", "replace"))
+        if self.sent is not None and self.spelled is not None:
+            self.ex.record.response_body = kept_stream(self.log_writer, self.sent.decode("utf-8", "replace"),
+                                                       self.spelled)
         self.log_writer.submit(self.ex.record)
 
 
