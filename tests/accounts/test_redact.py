@@ -29,8 +29,8 @@ def upper_digits(n: int, seed: int) -> str:
     return chars(string.ascii_uppercase + string.digits, n, seed)
 
 
-def pem(kind: str) -> str:
-    body = "\n".join(chars(B64, 64, i) for i in range(4))
+def pem(kind: str, seed: int) -> str:
+    body = "\n".join(chars(B64, 64, seed + i) for i in range(4))
     return f"-----BEGIN {kind}PRIVATE KEY-----\n{body}\n-----END {kind}PRIVATE KEY-----"
 
 
@@ -69,9 +69,9 @@ SAMPLES: list[tuple[str, str]] = [
     ("stripe live", "sk" + "_live_" + chars(ALNUM, 99, 26)),
     ("stripe restricted", "rk" + "_live_" + chars(ALNUM, 99, 27)),
     ("jwt", jwt()),
-    ("rsa private key", pem("RSA ")),
-    ("private key", pem("")),
-    ("openssh private key", pem("OPENSSH ")),
+    ("rsa private key", pem("RSA ", 100)),
+    ("private key", pem("", 110)),
+    ("openssh private key", pem("OPENSSH ", 120)),
 ]
 # (name, text, the part that must go, the part that must stay)
 IN_CONTEXT: list[tuple[str, str, str, str]] = [
@@ -123,7 +123,7 @@ def test_named_credentials_lose_their_value_and_keep_their_name(name: str, text:
 
 
 def test_a_private_key_cut_by_the_log_cap_goes_to_the_end() -> None:
-    key = pem("EC ")
+    key = pem("EC ", 130)
     out = redact("config:\n" + key[: len(key) // 2], limit=10_000)
     assert out == "config:\n" + MARK
 
