@@ -259,7 +259,7 @@ def test_every_answer_of_every_layer_carries_nosniff(pool: Any, gateway: Server)
         "401": httpx.post(gateway.url + MSGS, json=request_body(MSGS, "m", False)),
         "404": httpx.post(gateway.url + "/v1/nowhere", headers=AUTH, json={}),
         "405": httpx.get(gateway.url + CHAT, headers=AUTH),
-        "204 preflight": httpx.options(gateway.url + CHAT),
+        "200 preflight": httpx.options(gateway.url + CHAT),
         "200 health": httpx.get(gateway.url + "/healthz"),
         "302 page": httpx.get(gateway.url + "/dashboard/"),
         "200 login page": httpx.get(gateway.url + "/admin/login/"),
