@@ -3,11 +3,11 @@
 With ``GATEWAY_LOG_BODIES=1`` a client may paste one of the gateway's own
 upstream keys into a prompt, or an upstream may echo it: the request log must
 not keep it, whatever its shape. Decrypting every account's key per request is
-out of the question, so the configuration snapshot (``gateway.state``) asks this
-object for the current :class:`~accounts.redact.SecretSet` each time it re-reads
+out of the question, so the configuration cache (``gateway.state``) has this
+object reload its :class:`~accounts.redact.SecretSet` each time it re-reads
 (every ``GATEWAY_CONFIG_TTL`` seconds, in a worker thread): one query for the
 encrypted keys; a key is decrypted only the first time it is seen, and the
-matcher is rebuilt only when the set of keys changed (1,000 keys: ~3 ms). The
+matcher is rebuilt only when the set of keys changed (1,000 keys: a few ms). The
 log writer reads :attr:`KnownSecrets.current` when it keeps a body.
 
 Only built when body logging is on: otherwise no key is decrypted for it.

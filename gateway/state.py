@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accounts.db import hop
-from accounts.redact import SecretSet
 from accounts.refresh import Refresh
 from translation.ir import UpstreamCaps
 
@@ -61,8 +60,6 @@ class Snapshot:
     providers: dict[int, ProviderInfo] = field(default_factory=dict)
     aliases: list[AliasInfo] = field(default_factory=list)
     keys: dict[str, KeyInfo] = field(default_factory=dict)  # by key hash
-    # Every account's upstream key, for logged bodies; empty unless body logging is on.
-    secrets: SecretSet = field(default_factory=lambda: SecretSet(()))
 
 
 def _load(known: KnownSecrets | None = None) -> Snapshot:
@@ -87,7 +84,7 @@ def _load(known: KnownSecrets | None = None) -> Snapshot:
     for k in ApiKey.objects.filter(active=True):
         snap.keys[k.key_hash] = key_info(k)
     if known is not None:
-        snap.secrets = known.reload()
+        known.reload()  # the log writer reads it from there
     return snap
 
 

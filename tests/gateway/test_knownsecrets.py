@@ -51,8 +51,8 @@ def test_the_log_writer_of_an_app_with_body_logging_removes_them_from_kept_bodie
     async def read_config() -> Any:
         return await gw.config.get()
 
-    snap = asyncio.run(read_config())
-    assert snap.secrets
+    asyncio.run(read_config())
+    assert len(gw.config.known_secrets.current) == len(KEYS)  # one form each: nothing in them needs escaping
     kept = gw.log.keep_body(f'{{"messages": [{{"content": "my key {KEYS[0]}"}}]}}'.encode())
     assert KEYS[0] not in kept and "[redacted]" in kept
 
