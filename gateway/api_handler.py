@@ -30,6 +30,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHt
 
 from accounts.db import DatabaseUnavailable
 
+from .asgiwrite import NOSNIFF
 from .errors import GatewayError, MethodNotAllowed, NotFound, unavailable
 from .responses import CORS_HEADERS, error_response
 from .routes import API_PREFIX
@@ -122,6 +123,8 @@ async def _read_body(receive: Any) -> bytes | None:
 
 async def _send_response(response: HttpResponseBase, send: Any) -> None:
     headers = [(name.encode("ascii"), value.encode("latin1")) for name, value in response.items()]
+    if "X-Content-Type-Options" not in response:
+        headers.append(NOSNIFF)
     await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
     if isinstance(response, StreamingHttpResponse):  # what .streaming says, in a form the checker reads
         # __aiter__ is an async generator (it has aclose()); the stubs say only AsyncIterator.

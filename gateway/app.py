@@ -31,6 +31,7 @@ from .limits import Limits
 from .models_list import ModelCatalog
 from .options import Options
 from .prober import Prober
+from .knownsecrets import KnownSecrets
 from .logspool import Spool, for_database
 from .relay import OpenStreams
 from .reqlog import LogWriter, Sink
@@ -65,9 +66,11 @@ class Gateway:
         self.pool = pool or make_pool(options)
         self.limits = limits or Limits(options.redis_url, options.token_usage_ttl,
                                        reserve_output_tokens=options.reserve_output_tokens)
+        self.config = config or SnapshotCache(options.config_ttl,
+                                              known_secrets=KnownSecrets() if options.log_bodies else None)
         self.log = log_writer or LogWriter(options.log_batch_seconds, sinks,
-                                           options.log_body_limit if options.log_bodies else None, spool)
-        self.config = config or SnapshotCache(options.config_ttl)
+                                           options.log_body_limit if options.log_bodies else None, spool,
+                                           known_secrets=self.config.known_secrets)
         self.models = ModelCatalog(self.upstream, options.models_cache_ttl)
         self.streams = OpenStreams()
         self.prober = prober or Prober(self.config, self.upstream, options.probe_interval)

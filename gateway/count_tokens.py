@@ -87,8 +87,8 @@ async def _ask_upstream(gw: Gateway, body: dict[str, Any], route: Route, fwd: Fo
         return raw_json_response(raw, status)
     if 400 <= status < 500 and status not in ACCOUNT_STATUSES:
         err = proto.parse_error(status, raw)
-        raise UpstreamFailed(status, upstream_message(err.message, secret), err.error_type,
-                             raw=passable(raw, secret))
+        message = upstream_message(err.message, secret, raw.decode("utf-8", "replace"), status)
+        raise UpstreamFailed(status, message, err.error_type, raw=passable(raw, secret))
     log.warning("count_tokens on provider %s answered %s; estimating", provider.name, status)
     return None
 

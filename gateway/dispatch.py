@@ -44,11 +44,13 @@ from .errors import (InvalidRequest, NestingTooDeep, NoAccounts, UpstreamFailed,
 from .forwarding import Forwarded, forwarded
 from .limits import Hold
 from .logrecord import Attempt, LogRecord
+from .neterrors import NetworkFailure, client_message, failure_kind, trace_text
 from .relay import TIMEOUT, Batch, Bounds, Decoding, Reader, Tapping, UpstreamStream, read_until_content
 from .reqlog import LogWriter
 from .responses import SSE_HEADERS, raw_json_response
 from .routing import Route
 from .state import KeyInfo
+from .streamlog import SpelledText, kept_stream
 from .upstream import NETWORK_ERRORS, Headers, TooLarge, UpstreamResponse, UpstreamTarget
 
 if TYPE_CHECKING:
@@ -101,7 +103,12 @@ class Exchange:
 
 
 class _Retry(Exception):
-    """This attempt failed in a way another account may fix."""
+    """This attempt failed in a way another account may fix; ``unreachable``: the network failure's
+    kind, for the client if every account fails so (the attempt trace keeps the details)."""
+
+    def __init__(self, unreachable: NetworkFailure | None = None) -> None:
+        super().__init__(unreachable)
+        self.unreachable = unreachable
 
 
 def upstream_request(ex: Exchange, proto: ProtocolModule) -> tuple[bytes, Forwarded]:
@@ -131,7 +138,7 @@ async def dispatch(gw: Gateway, ex: Exchange) -> HttpResponse | StreamingHttpRes
     proto = registry.get(provider.protocol)
     body, fwd = upstream_request(ex, proto)
     tried: list[int] = []
-    last_network_error: str | None = None
+    last_network_error: NetworkFailure | None = None
     for _ in range(gw.options.max_attempts):
         account = await gw.pool.pick(provider.id, tried, provider.selection)
         if account is None:
@@ -145,13 +152,14 @@ async def dispatch(gw: Gateway, ex: Exchange) -> HttpResponse | StreamingHttpRes
         try:
             return await _attempt(gw, ex, proto, UpstreamTarget(provider, secret, proto.PATH, fwd),
                                   body, attempt, secret)
-        except _Retry:
-            last_network_error = attempt.error if attempt.verdict == Verdict.NETWORK else None
+        except _Retry as retry:
+            last_network_error = retry.unreachable
             continue
         finally:
             attempt.latency_ms = int((time.monotonic() - t0) * 1000)
     if last_network_error is not None:
-        raise UpstreamUnavailable(f"The upstream could not be reached: {last_network_error}")
+        # Only the kind: aiohttp's text names the upstream's host and port, which the client must not learn.
+        raise UpstreamUnavailable(client_message(last_network_error))
     raise NoAccounts("No active upstream accounts are available for this model; try again later")
 
 
@@ -161,8 +169,8 @@ async def _attempt(gw: Gateway, ex: Exchange, proto: ProtocolModule, target: Ups
     try:
         response = await gw.upstream.send(target, body)
     except NETWORK_ERRORS as exc:
-        attempt.verdict, attempt.error = Verdict.NETWORK, _network_text(exc)
-        raise _Retry from exc
+        attempt.verdict, attempt.error = Verdict.NETWORK, trace_text(exc, [secret])
+        raise _Retry(failure_kind(exc)) from exc
     attempt.status = response.status_code
     if response.status_code >= 400:
         raw = await _read_capped(response, provider.first_byte_timeout)
@@ -198,7 +206,7 @@ async def _judge(gw: Gateway, ex: Exchange, attempt: Attempt, err: ir.Error, tex
     if headers is not None and headers.get("retry-after"):
         passed["Retry-After"] = headers["retry-after"]
     body = passable(raw, secret)
-    raise UpstreamFailed(err.status, upstream_message(err.message, secret), err.error_type,
+    raise UpstreamFailed(err.status, upstream_message(err.message, secret, text, err.status), err.error_type,
                          headers=passed, code=err.code, param=err.param, raw=body)
 
 
@@ -211,12 +219,6 @@ def _retry_after(headers: Headers | None) -> dt.datetime | None:
     except ValueError:
         parsed = email.utils.parsedate_to_datetime(value) if value else None
         return parsed if parsed and parsed.tzinfo else None
-
-
-def _network_text(exc: BaseException) -> str:
-    if isinstance(exc, asyncio.TimeoutError):
-        return "timed out waiting for the upstream"
-    return f"{type(exc).__name__}: {exc}"[:300]
 
 
 async def _read_capped(response: UpstreamResponse, timeout: float) -> bytes:
@@ -243,8 +245,8 @@ async def _json(gw: Gateway, ex: Exchange, proto: ProtocolModule, response: Upst
         async with asyncio.timeout(provider.first_byte_timeout + provider.idle_timeout):
             raw = await response.read_within(gw.options.max_upstream_bytes)
     except NETWORK_ERRORS as exc:
-        attempt.verdict, attempt.error = Verdict.NETWORK, _network_text(exc)
-        raise _Retry from exc
+        attempt.verdict, attempt.error = Verdict.NETWORK, trace_text(exc, [secret])
+        raise _Retry(failure_kind(exc)) from exc
     except TooLarge as exc:
         attempt.verdict, attempt.error = Verdict.MALFORMED, str(exc)
         raise _Retry from exc
@@ -299,7 +301,8 @@ async def _open_stream(gw: Gateway, ex: Exchange, proto: ProtocolModule, respons
         err = next(e for e in events if isinstance(e, ir.Error))
         if err.transport:
             attempt.verdict, attempt.error = Verdict.NETWORK, err.message
-            raise _Retry
+            raise _Retry(NetworkFailure.TIMEOUT if err.error_type == ir.TransportFailure.TIMEOUT
+                         else NetworkFailure.LOST)
         await _judge(gw, ex, attempt, err, "", secret)
     ex.record.ttfb_ms = ex.elapsed_ms()
     writer = _StreamWriter(ex, stream, client, keepalive, gw.log)
@@ -330,10 +333,14 @@ class _StreamWriter:
         limit = log_writer.body_limit
         self.sent: bytearray | None = bytearray() if limit is not None else None
         self.sent_cap = 2 * (limit or 0)
+        self.spelled = SpelledText(self.sent_cap) if limit is not None else None  # see gateway.streamlog
 
     def _note(self, events: list[ir.Event]) -> None:
         for event in events:
-            if isinstance(event, (ir.Usage, ir.Finish, ir.Error)):
+            if isinstance(event, ir.BlockDelta):
+                if self.spelled is not None:
+                    self.spelled.feed(event)
+            elif isinstance(event, (ir.Usage, ir.Finish, ir.Error)):
                 self.tap.feed(event)
                 if isinstance(event, ir.Error):
                     self.error_class = (ErrorClass.SHUTTING_DOWN if self.stream.aborted else
@@ -408,8 +415,9 @@ class _StreamWriter:
         _finish_record(self.ex, self.status, resp.usage, resp.finish)
         if self.error_class:
             self.ex.record.error_class = self.error_class
-        if self.sent is not None:
-            self.ex.record.response_body = self.log_writer.keep_body(self.sent.decode("utf-8", "replace"))
+        if self.sent is not None and self.spelled is not None:
+            self.ex.record.response_body = kept_stream(self.log_writer, self.sent.decode("utf-8", "replace"),
+                                                       self.spelled)
         self.log_writer.submit(self.ex.record)
         if self.hold is not None:
             self.hold.settle(self.ex.record)

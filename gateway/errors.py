@@ -172,7 +172,24 @@ def passable(raw: bytes | None, secret: str) -> bytes | None:
     return raw.replace(secret.encode(), b"[redacted]") if secret else raw
 
 
-def upstream_message(message: str, secret: str) -> str:
-    """An upstream's error message as the client and the log may see it."""
+def upstream_message(message: str, secret: str, body: str = "", status: int = 0) -> str:
+    """An upstream's error message as the client may see it; ``body``, ``status``: the error answer
+    it was read from, when it came as one.
 
+    A body that is no JSON is no API's error but a page of something in between (a proxy,
+    a load balancer), which names the deployment's inside ("could not retrieve
+    http://10.1.2.3:8443/v1/..."): the client is told only the status, the attempt trace
+    keeps the text.
+    """
+
+    if body.strip() and not _is_json(body):
+        return f"The upstream answered HTTP {status} with an error page, not an API error"
     return redact(message, [secret]) or "upstream error"
+
+
+def _is_json(text: str) -> bool:
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    return True

@@ -15,6 +15,7 @@ from accounts.rules import classify
 from translation import ir, registry, sse
 
 from .errors import upstream_message
+from .neterrors import trace_text
 from .state import ProviderInfo
 from .upstream import NETWORK_ERRORS, UpstreamClient, UpstreamTarget
 
@@ -42,7 +43,8 @@ async def send_probe(upstream: UpstreamClient, provider: ProviderInfo, secret: s
             finally:
                 await response.aclose()
     except NETWORK_ERRORS as exc:
-        return ProbeOutcome(False, None, f"network failure: {type(exc).__name__}")
+        # For ops (the admin shows it): what failed and where, with anything secret-shaped removed.
+        return ProbeOutcome(False, None, f"network failure: {trace_text(exc, [secret])}")
     status = response.status_code
     err: ir.Error | None
     if status >= 400:

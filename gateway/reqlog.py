@@ -41,6 +41,9 @@ from accounts.redact import redact
 from .logrecord import Attempt, LogRecord
 
 if TYPE_CHECKING:
+    from accounts.redact import SecretSet
+
+    from .knownsecrets import KnownSecrets
     from .logspool import Spool
 
 log = logging.getLogger(__name__)
@@ -60,14 +63,16 @@ Sink = Callable[[Sequence[LogRecord]], None]
 class LogWriter:
     def __init__(self, batch_seconds: float = 1.0, sinks: Sequence[Sink] = (),
                  body_limit: int | None = None, spool: Spool | None = None,
-                 memory_bound: int = MEMORY_BOUND) -> None:
-        """``body_limit``: with body logging on, the characters of a body kept; None keeps none."""
+                 memory_bound: int = MEMORY_BOUND, known_secrets: KnownSecrets | None = None) -> None:
+        """``body_limit``: with body logging on, the characters of a body kept; None keeps none.
+        ``known_secrets``: the upstream keys removed from kept bodies (the configuration keeps it current)."""
 
         self.batch_seconds = batch_seconds
         self.sinks = tuple(sinks)
         self.body_limit = body_limit
         self.spool = spool
         self.memory_bound = memory_bound
+        self.known_secrets = known_secrets
         self.dropped = 0  # records neither queued nor spooled (memory full and no spool): said in the log
         self._queue: queue.SimpleQueue[tuple[LogRecord, int]] = queue.SimpleQueue()  # (record, spool segment)
         self._thread: threading.Thread | None = None
@@ -77,7 +82,8 @@ class LogWriter:
         self.written = 0
 
     def keep_body(self, text: str | bytes) -> str:
-        return capped(text, self.body_limit)
+        known = self.known_secrets
+        return capped(text, self.body_limit, known.current if known is not None else ())
 
     def submit(self, record: LogRecord) -> None:
         segment = self.spool.append(record) if self.spool is not None else -1
@@ -402,7 +408,7 @@ def _add(acc: list[int], r: LogRecord) -> None:
     acc[5] += r.reasoning_tokens
 
 
-def capped(text: str | bytes, limit: int | None, secrets: Iterable[str] = ()) -> str:
+def capped(text: str | bytes, limit: int | None, secrets: Iterable[str] | SecretSet = ()) -> str:
     """A body as the log may keep it: nothing when ``limit`` is None (body logging off), else
     size-capped and redacted.
 

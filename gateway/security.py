@@ -4,7 +4,13 @@ Django's own middleware already sends ``X-Frame-Options`` and
 ``X-Content-Type-Options``; this adds the Content-Security-Policy it lacks and
 pins the others, so no HTML page goes out without them. A page that sets its
 own value (the dashboard's stricter headers) keeps it. The API's JSON and SSE
-responses are not pages and are left alone.
+responses are not pages: they get ``X-Content-Type-Options`` where the gateway
+writes them (``gateway.asgiwrite.NOSNIFF``), and no CSP or frame headers.
+
+Behind TLS (``GATEWAY_BEHIND_TLS``, see the settings) Django's SecurityMiddleware
+also redirects plain-HTTP page requests to HTTPS and sends HSTS on pages; API
+paths never pass that middleware, so they are never redirected (README,
+"Production").
 """
 
 from __future__ import annotations

@@ -135,6 +135,7 @@ class BoundedHeadProtocol(HttpToolsProtocol):
         envelope = self.head.routes.envelope(path) if self.head.routes is not None else None
         body, kind = error_body(envelope, status, message, "invalid_request_error")
         self.transport.write(b"HTTP/1.1 %d %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n"
+                             b"x-content-type-options: nosniff\r\n"  # as on every answer (gateway.asgiwrite)
                              b"connection: close\r\n\r\n" % (status, reason.encode(), kind.encode(), len(body))
                              + body)
         self.transport.close()

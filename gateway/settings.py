@@ -89,6 +89,29 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+# HTTPS. Off by default: `make run` and local use speak plain HTTP, where secure-only cookies would
+# never come back and a redirect to HTTPS would lead nowhere. GATEWAY_BEHIND_TLS=1 is the switch for a
+# gateway behind a TLS-terminating proxy (README, "Production"); each setting can also be set alone.
+# These act on pages (admin, dashboard) only: the API paths never pass Django's middleware, so API
+# clients are never redirected (a key sent over plain HTTP is exposed already, and many clients
+# would turn the redirected POST into an error or a GET); health checks neither.
+GATEWAY_BEHIND_TLS = env.bool("GATEWAY_BEHIND_TLS", default=False)
+# The header the proxy sets (overwriting any the client sent) to the scheme the client used.
+_PROXY_SSL_HEADER = env("SECURE_PROXY_SSL_HEADER", default="X-Forwarded-Proto" if GATEWAY_BEHIND_TLS else "")
+if _PROXY_SSL_HEADER:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _PROXY_SSL_HEADER.upper().replace("-", "_"), "https")
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=GATEWAY_BEHIND_TLS)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]  # load balancers probe over plain HTTP
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=GATEWAY_BEHIND_TLS)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=GATEWAY_BEHIND_TLS)
+# A year, as the preload list requires; browsers learn it from any page and apply it to the whole host.
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31_536_000 if GATEWAY_BEHIND_TLS else 0)
+# Separate opt-ins: they bind every subdomain, and preloading is hard to undo.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+# Origins (https://gateway.example.com) whose admin forms are accepted when the proxy changes the host.
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

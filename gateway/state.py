@@ -17,6 +17,8 @@ from accounts.db import hop
 from accounts.refresh import Refresh
 from translation.ir import UpstreamCaps
 
+from .knownsecrets import KnownSecrets
+
 
 @dataclass(frozen=True)
 class ProviderInfo:
@@ -63,7 +65,7 @@ class Snapshot:
     keys: dict[str, KeyInfo] = field(default_factory=dict)  # by key hash
 
 
-def _load() -> Snapshot:
+def _load(known: KnownSecrets | None = None) -> Snapshot:
     from accounts.models import ApiKey, ModelAlias, Provider
 
     snap = Snapshot()
@@ -84,6 +86,8 @@ def _load() -> Snapshot:
                                       a.upstream_model, a.priority))
     for k in ApiKey.objects.filter(active=True):
         snap.keys[k.key_hash] = key_info(k)
+    if known is not None:
+        known.reload()  # the log writer reads it from there
     return snap
 
 
@@ -105,13 +109,16 @@ def _find_key(key_hash: str) -> KeyInfo | None:
 
 class SnapshotCache:
     """``load`` reads a snapshot and ``find_key`` one active client key by hash (both synchronous,
-    run on a worker thread): the database's by default, a test's own when it builds the app."""
+    run on a worker thread): the database's by default, a test's own when it builds the app.
+    ``known_secrets``: re-read with each snapshot (body logging on), else never built."""
 
-    def __init__(self, ttl: float, load: Callable[[], Snapshot] = _load,
-                 find_key: Callable[[str], KeyInfo | None] = _find_key) -> None:
+    def __init__(self, ttl: float, load: Callable[[KnownSecrets | None], Snapshot] = _load,
+                 find_key: Callable[[str], KeyInfo | None] = _find_key,
+                 known_secrets: KnownSecrets | None = None) -> None:
         self._ttl = ttl
         self._load = load
         self._find_key = find_key
+        self.known_secrets = known_secrets
         self._snap = Snapshot()
         self._refresh = Refresh(self._reread, "configuration")
 
@@ -125,7 +132,7 @@ class SnapshotCache:
         return await hop(self._find_key, key_hash)
 
     async def _reread(self) -> None:
-        self._snap = await hop(self._load)
+        self._snap = await hop(self._load, self.known_secrets)
 
     def invalidate(self) -> None:
         self._refresh.invalidate()

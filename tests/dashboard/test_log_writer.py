@@ -106,8 +106,8 @@ def test_bodies_are_not_kept_unless_body_logging_is_on() -> None:
 def test_kept_bodies_are_capped_and_redacted() -> None:
     body = "Bearer gw-abcdefghijklmnop " + "x" * 500
     kept = reqlog.capped(body, 100, ["upstream-secret"])
-    assert kept.startswith("[redacted] ") and len(kept) == 100 and "gw-abc" not in kept
+    assert kept.startswith("Bearer [redacted] ") and len(kept) == 100 and "gw-abc" not in kept
     assert reqlog.capped("the upstream-secret leaked", 100, ["upstream-secret"]) == "the [redacted] leaked"
     # A key-shaped secret straddling the cap is recognised whole, not cut into something unrecognisable.
-    straddling = "y" * 96 + "sk-live-0123456789abcdef"  # cut first, "sk-l" would no longer look like a key
+    straddling = "y" * 95 + " sk-live-0123456789abcdef"  # cut first, "sk-l" would no longer look like a key
     assert "sk-" not in reqlog.LogWriter(body_limit=100).keep_body(straddling)

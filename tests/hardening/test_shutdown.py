@@ -97,6 +97,7 @@ def test_sigterm_under_load_ends_every_stream_cleanly_and_loses_no_row(mock_upst
     assert exit_code == 0
     # Arriving while the gateway drains: refused in the caller's envelope, and the balancer is told.
     assert late.status_code == 503 and ready.status_code == 503
+    assert late.headers["x-content-type-options"] == ready.headers["x-content-type-options"] == "nosniff"
     check_error_envelope("/v1/messages", late.status_code, late.headers, late.content, client_error=False)
     unclean = [why for ok, why in (describe(c, streams_finish) for c in clients) if not ok]
     assert not unclean, "\n".join(unclean)
