@@ -59,13 +59,29 @@ def test_a_broken_connection_is_replaced_on_the_next_pick() -> None:
     assert run(p, work) == [a0.pk, a1.pk]
 
 
-def test_a_database_out_of_reach_makes_the_pick_fail_clearly(monkeypatch: pytest.MonkeyPatch) -> None:
-    provider, _ = make_pool(1)
+def test_with_its_pick_connections_refused_the_pool_picks_from_its_stand_by_copy(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    provider, (a0, a1) = make_pool(2)
 
     async def refuse() -> Any:
         raise OSError("connection refused")
 
     monkeypatch.setattr(pgpool, "_connect", refuse)
+    assert picks(PgPool(), provider.pk, 3) == [a0.pk, a1.pk, a0.pk]  # rotating in this process
+
+
+def test_a_database_out_of_reach_with_no_copy_read_before_makes_the_pick_fail_clearly(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    provider, _ = make_pool(1)
+
+    async def refuse() -> Any:
+        raise OSError("connection refused")
+
+    def unreadable(self: Any) -> Any:
+        raise DatabaseUnavailable("the database is down")
+
+    monkeypatch.setattr(pgpool, "_connect", refuse)
+    monkeypatch.setattr(pgpool.MemoryPool, "_load", unreadable)
     with pytest.raises(DatabaseUnavailable):
         picks(PgPool(), provider.pk, 1)
 
