@@ -165,11 +165,11 @@ def _today_start() -> Any:
 class AccountAdmin(admin.ModelAdmin[Account]):
     form = AccountForm
     list_display = ["__str__", "key_hint", "status", "cooldown_until", "balance", "last_used_at",
-                    "today_requests", "today_tokens", "requests", "errors", "last_test"]
+                    "today_requests", "today_tokens", "requests", "errors", "last_test", "retest_at"]
     list_filter = ["status", "provider", "disabled_by_hand"]
     search_fields = ["label", "provider__name", "key_hint"]
     list_select_related = ["provider"]
-    readonly_fields = ["key_hint", "status", "cooldown_until", "disabled_by_hand", "last_used_at", "requests",
+    readonly_fields = ["key_hint", "status", "cooldown_until", "retest_at", "disabled_by_hand", "last_used_at", "requests",
                        "errors", "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens", "last_test"]
     actions = ["enable_accounts", "disable_accounts", "test_accounts"]
     change_list_template = "admin/accounts/account/change_list.html"
@@ -178,7 +178,7 @@ class AccountAdmin(admin.ModelAdmin[Account]):
         if obj is None:
             return ["provider", "label", "secret", "balance", "weight"]
         return ["provider", "label", "secret", "key_hint", "balance", "weight", "status", "cooldown_until",
-                "disabled_by_hand", "last_used_at", "requests", "errors", "input_tokens", "output_tokens",
+                "retest_at", "disabled_by_hand", "last_used_at", "requests", "errors", "input_tokens", "output_tokens",
                 "cached_tokens", "reasoning_tokens", "last_test"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Account]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 from django.db import models
 from django.utils import timezone
 
@@ -17,7 +19,7 @@ PROTOCOL_CHOICES = [
 
 
 def default_rules() -> list[dict[str, object]]:
-    return [dict(r) for r in DEFAULT_RULES]
+    return copy.deepcopy(DEFAULT_RULES)
 
 
 class Provider(models.Model):
@@ -91,6 +93,10 @@ class Account(UsageCounters):
     probed_at = models.DateTimeField(null=True, blank=True, editable=False)
     probe_ok = models.BooleanField(null=True, editable=False)
     probe_summary = models.CharField(max_length=300, blank=True, default="", editable=False)
+    # A pool-disabled account's next scheduled test (its rule's retest_after), queued by the pool's
+    # leader (gateway.poolhealth) when due; the interval doubles after each test that fails.
+    retest_at = models.DateTimeField("next test", null=True, blank=True, editable=False)
+    retest_interval = models.FloatField(null=True, blank=True, editable=False, help_text="Seconds")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["provider", "label"], name="account_label_per_provider")]
@@ -161,6 +167,17 @@ class DisableEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.account} disabled {self.created_at:%Y-%m-%d %H:%M} ({self.tier})"
+
+
+class Lease(models.Model):
+    """Who runs a deployment-wide duty (gateway.lease): one row per duty, held until ``expires_at``."""
+
+    name = models.CharField(max_length=50, primary_key=True)
+    holder = models.CharField(max_length=200, blank=True, default="")
+    expires_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.holder or 'nobody'} until {self.expires_at:%Y-%m-%d %H:%M:%S}"
 
 
 class RequestLog(models.Model):

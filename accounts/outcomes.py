@@ -2,10 +2,15 @@
 
 An attempt's verdict (``Attempt.verdict`` in the log's attempt trace) and a
 request's error class (``RequestLog.error_class``) were free strings minted where
-they happened; they are these enums now, with labels the dashboard shows.
+they happened; they are these enums now, with labels the dashboard shows. And
+what a request counts against each account it used (:func:`account_uses`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from django.db import models
 
@@ -59,3 +64,40 @@ class ErrorClass(models.TextChoices):
             except ValueError:
                 return cls.UPSTREAM_ERROR
         return cls.UPSTREAM_ERROR
+
+
+def request_failed(status: int, error_class: str) -> bool:
+    """Whether a request counts as an error: not a 2xx, or a stream that ended in an error."""
+
+    return not (200 <= status < 300) or bool(error_class)
+
+
+@dataclass(frozen=True)
+class Use:
+    """One use of one account by a request, as the usage counters and buckets count it."""
+
+    account_id: int  # 0: the request reached no account
+    failed: bool
+    final: bool  # the use that ended the request: it gets the request's tokens and latency
+
+
+def account_uses(account_id: int | None, status: int, error_class: str, attempts: Sequence[Any]) -> list[Use]:
+    """What one request counts against each account it used (the request-log writer's counters and
+    the dashboard's usage buckets both count this, from the log's attempt trace).
+
+    Every attempt is a use of its account. An attempt the request moved on from failed (whatever
+    its verdict: the request needed another account); the last one failed if its verdict is not
+    ok or the request failed. A request without a trace used its final account once, or none.
+    ``attempts``: the trace as ``Attempt`` records or as the log stores them (dicts).
+    """
+
+    trace = [(_get(a, "account_id") or 0, _get(a, "verdict")) for a in attempts]
+    if not trace:
+        return [Use(account_id or 0, request_failed(status, error_class), True)]
+    last = len(trace) - 1
+    return [Use(account, i < last or verdict != Verdict.OK or request_failed(status, error_class), i == last)
+            for i, (account, verdict) in enumerate(trace)]
+
+
+def _get(attempt: Any, name: str) -> Any:
+    return attempt[name] if isinstance(attempt, dict) else getattr(attempt, name)

@@ -41,7 +41,7 @@ class Pool(Protocol):
         """The next usable account of the provider (stamped as used), or None when none is."""
 
     async def disable(self, account_id: int, *, rule: str, tier: str, status_code: int | None, excerpt: str,
-                      cooldown_until: dt.datetime | None = None) -> bool:
+                      cooldown_until: dt.datetime | None = None, retest_after: float | None = None) -> bool:
         """:func:`disable_account`, from async code."""
 
     def on_state_change(self, sender: Any, account_id: int, status: str,
@@ -62,10 +62,10 @@ class RecordedInDatabase:
     """The state changes both pools make the same way: in the database, which then tells every pool."""
 
     async def disable(self, account_id: int, *, rule: str, tier: str, status_code: int | None, excerpt: str,
-                      cooldown_until: dt.datetime | None = None) -> bool:
+                      cooldown_until: dt.datetime | None = None, retest_after: float | None = None) -> bool:
         try:
             return await hop(disable_account, account_id, rule=rule, tier=tier, status_code=status_code,
-                             excerpt=excerpt, cooldown_until=cooldown_until)
+                             excerpt=excerpt, cooldown_until=cooldown_until, retest_after=retest_after)
         except DatabaseUnavailable:
             # Not recorded (the database is away): at least this process stops picking it. Its next
             # failure once the database is back records it.
@@ -88,11 +88,36 @@ def end_cooldown(account: Account, now: dt.datetime) -> None:
     """A cooling account whose cool-down is over was picked: it is active again, its event closed."""
 
     with transaction.atomic():
-        if Account.objects.filter(pk=account.pk, status=Account.COOLING).update(
-                status=Account.ACTIVE, cooldown_until=None):
-            _close_events(account.pk, "cooldown", now)
-        _changed(account.pk, Account.ACTIVE)
+        _end_cooldown(account.pk, now)
+        _changed(account.pk, Account.ACTIVE)  # even if another process ended it: this one picked it
     account.status, account.cooldown_until = Account.ACTIVE, None
+
+
+def end_due_cooldowns(now: dt.datetime) -> list[int]:
+    """Every cool-down that is over ends now, picked or not (the pool's leader calls this each second).
+
+    Each account as if it had been picked: active, its event closed as ended by "cooldown", the
+    dashboard told, and every pool of this process too. Returns the accounts it ended.
+    """
+
+    due = Account.objects.filter(status=Account.COOLING, cooldown_until__lte=now).values_list("pk", flat=True)
+    ended = []
+    for pk in list(due):
+        with transaction.atomic():
+            if _end_cooldown(pk, now):
+                _changed(pk, Account.ACTIVE)
+                ended.append(pk)
+    return ended
+
+
+def _end_cooldown(account_id: int, now: dt.datetime) -> bool:
+    """Active again if still cooling and due (a conditional UPDATE: once, whoever gets there first)."""
+
+    if not Account.objects.filter(pk=account_id, status=Account.COOLING, cooldown_until__lte=now).update(
+            status=Account.ACTIVE, cooldown_until=None):
+        return False
+    _close_events(account_id, "cooldown", now)
+    return True
 
 
 def _close_events(account_id: int, how: str, now: dt.datetime) -> None:
@@ -101,18 +126,23 @@ def _close_events(account_id: int, how: str, now: dt.datetime) -> None:
 
 
 def disable_account(account_id: int, *, rule: str, tier: str, status_code: int | None,
-                    excerpt: str, cooldown_until: dt.datetime | None = None) -> bool:
+                    excerpt: str, cooldown_until: dt.datetime | None = None,
+                    retest_after: float | None = None) -> bool:
     """Disable (or cool down) an account once; False when it already was.
 
     The conditional UPDATE makes concurrent failures of the same account write
-    exactly one DisableEvent, on any number of gateway processes.
+    exactly one DisableEvent, on any number of gateway processes. A disabled
+    account (not a cooling one: its cool-down's end is its test) is scheduled for
+    a test ``retest_after`` seconds from now, when its rule gives one.
     """
 
     now = timezone.now()
     new_status = Account.COOLING if cooldown_until else Account.DISABLED
+    retest_at = now + dt.timedelta(seconds=retest_after) if retest_after and not cooldown_until else None
     with transaction.atomic():
         changed = Account.objects.filter(pk=account_id, status=Account.ACTIVE).update(
-            status=new_status, cooldown_until=cooldown_until
+            status=new_status, cooldown_until=cooldown_until, retest_at=retest_at,
+            retest_interval=retest_after if retest_at else None,
         )
         if not changed:
             # Out of the pool already (perhaps changed by another process): stop picking it here too.
@@ -145,7 +175,8 @@ def enable_account(account_id: int, how: str = "hand") -> bool:
         if account.disabled_by_hand and how != "hand":
             return False
         account.status, account.cooldown_until, account.disabled_by_hand = Account.ACTIVE, None, False
-        account.save(update_fields=["status", "cooldown_until", "disabled_by_hand"])
+        account.retest_at = account.retest_interval = None
+        account.save(update_fields=["status", "cooldown_until", "disabled_by_hand", "retest_at", "retest_interval"])
         _close_events(account_id, how, now)
         _changed(account_id, Account.ACTIVE)
     return True
@@ -154,12 +185,14 @@ def enable_account(account_id: int, how: str = "hand") -> bool:
 def disable_by_hand(account_id: int) -> bool:
     """Take an account out of the pool until ops put it back; False when it already was out by hand.
 
-    An event the pool opened earlier stays open: it still says why the account first failed.
+    An event the pool opened earlier stays open: it still says why the account first failed. Its
+    scheduled test is dropped: only ops bring this account back.
     """
 
     with transaction.atomic():
         changed = Account.objects.filter(pk=account_id, disabled_by_hand=False).update(
-            status=Account.DISABLED, disabled_by_hand=True, cooldown_until=None)
+            status=Account.DISABLED, disabled_by_hand=True, cooldown_until=None, retest_at=None,
+            retest_interval=None)
         if not changed:
             return False
         _changed(account_id, Account.DISABLED)

@@ -1,9 +1,20 @@
 """Upstream error classification: one function, rules editable per provider.
 
-The defaults are the SOP's three tiers plus 401. A rule matches on the HTTP
+The defaults are the SOP's three tiers plus 401, then a 5xx (Anthropic's 529
+"overloaded" among them) tried on the next account without disabling anything:
+a failing upstream is nobody's account's fault. A rule matches on the HTTP
 status and, optionally, on any of several case-insensitive substrings of the
 upstream's error text; the first matching rule decides. Network failures never
 reach these rules: they always move on without blaming the account.
+
+A rule that disables may say when the account is tested again (``retest_after``:
+seconds, or seconds by status as ``{"429": 600}``; absent or null: never, ops
+decide). The pool's leader (``gateway.poolhealth``) queues the test when it is
+due; an account that answers is back in the pool. The defaults: a 429 without
+Retry-After every 10 minutes (rate limits of a minute or an hour are the common
+ones), a 402 every 6 hours (someone has to add credit), a 401 every hour (a key
+revoked by mistake and restored). A 429 with Retry-After is not tested: its
+cool-down ends at the time the upstream named.
 """
 
 from __future__ import annotations
@@ -20,9 +31,12 @@ DEFAULT_RULES: list[dict[str, Any]] = [
      "contains": ["insufficient tokens", "upgrade your plan", "limit reached"],
      "action": "retry", "tier": "tier2_insufficient_tokens"},
     {"name": "exhausted", "status": [429, 402], "contains": [],
-     "action": "disable", "tier": "tier3_account_exhausted"},
+     "action": "disable", "tier": "tier3_account_exhausted", "retest_after": {"429": 600, "402": 21600}},
     {"name": "auth_invalid", "status": [401], "contains": [],
-     "action": "disable", "tier": "auth_invalid"},
+     "action": "disable", "tier": "auth_invalid", "retest_after": 3600},
+    # 501 and 505 are not here: they say the request cannot be served, which another account won't change.
+    {"name": "upstream_unavailable", "status": [500, 502, 503, 504, 529], "contains": [],
+     "action": "retry", "tier": "upstream_unavailable"},
 ]
 
 
@@ -31,6 +45,7 @@ class Ruling:
     action: Verdict  # one of RULE_ACTIONS
     tier: str
     rule: str
+    retest_after: float | None = None  # seconds until a disabled account is tested again; None: never
 
 
 # Anything no rule claims goes back to the client unchanged: don't mask unknown issues.
@@ -51,8 +66,21 @@ def classify(rules: list[dict[str, Any]] | None, status: int, text: str) -> Ruli
         action = rule.get("action", Verdict.RETURN)
         if action not in RULE_ACTIONS:
             continue
-        return Ruling(Verdict(action), str(rule.get("tier", "")), str(rule.get("name", "")))
+        return Ruling(Verdict(action), str(rule.get("tier", "")), str(rule.get("name", "")),
+                      retest_after(rule.get("retest_after"), status) if action == Verdict.DISABLE else None)
     return UNCLAIMED
+
+
+def retest_after(value: Any, status: int) -> float | None:
+    """A rule's ``retest_after`` for this status: seconds, or None (never)."""
+
+    if isinstance(value, dict):
+        value = value.get(str(status))
+    return float(value) if _seconds(value) else None
+
+
+def _seconds(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
 
 
 def validate_rules(rules: Any) -> list[str]:
@@ -74,4 +102,20 @@ def validate_rules(rules: Any) -> list[str]:
             problems.append(f"rule {i}: status must be an integer or a list of integers")
         if not isinstance(rule.get("contains", []), list):
             problems.append(f"rule {i}: contains must be a list of strings")
+        problems += _retest_problems(i, rule)
     return problems
+
+
+def _retest_problems(i: int, rule: dict[str, Any]) -> list[str]:
+    value = rule.get("retest_after")
+    if value is None:
+        return []
+    if rule.get("action") != Verdict.DISABLE:
+        return [f"rule {i}: retest_after applies only to rules whose action is disable"]
+    by_status = value.items() if isinstance(value, dict) else [("", value)]
+    for status, seconds in by_status:
+        if isinstance(value, dict) and not (isinstance(status, str) and status.isdigit()):
+            return [f'rule {i}: retest_after by status needs status codes as keys: {{"429": 600}}']
+        if not _seconds(seconds):
+            return [f"rule {i}: retest_after must be a number of seconds above 0, or an object of them by status"]
+    return []

@@ -123,7 +123,7 @@ def fake_rows(n: int, pool: dict[str, Any], rng: random.Random) -> Any:
         }
         yield values, rollup.Row(created_at=created, account_id=values["account_id"], status=status, error_class=error,
                           latency_ms=latency, ttfb_ms=ttfb, input_tokens=inp, output_tokens=out,
-                          cached_tokens=inp // 10, reasoning_tokens=0)
+                          cached_tokens=inp // 10, reasoning_tokens=0, attempts=attempts)
 
 
 def seed_log(n: int, pool: dict[str, Any]) -> float:

@@ -12,7 +12,7 @@ from django.template.loader import render_to_string
 
 from accounts.models import Account, DisableEvent, RequestLog
 
-from .templatetags.dash import num
+from .templatetags.dash import back_in_pool, num
 
 MAX_ROWS = 50
 
@@ -25,7 +25,7 @@ def account_fields(account: Account) -> dict[str, Any]:
         "status": account.status,
         "fields": {
             "status": account.get_status_display(),
-            "cooldown_until": f"{account.cooldown_until:%Y-%m-%d %H:%M:%S}" if account.cooldown_until else "—",
+            "cooldown_until": back_in_pool(account),
             "last_used_at": f"{account.last_used_at:%Y-%m-%d %H:%M:%S}" if account.last_used_at else "—",
             "balance": str(account.balance) if account.balance is not None else "—",
             "requests": num(account.requests),

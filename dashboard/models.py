@@ -24,6 +24,9 @@ class UsageBucket(UsageCounters):
     start = models.BigIntegerField(help_text="Unix time of the bucket's first second (UTC)")
     account_id = models.BigIntegerField(default=0)
     latency_ms = models.BigIntegerField(default=0, help_text="Sum over the bucket's requests")
+    # Uses of the account that the request moved on from (dashboard.rollup): the deployment's own
+    # request and error counts are requests and errors less these.
+    retried = models.BigIntegerField(default=0)
     # One counter per time-to-first-byte bucket (histogram.BOUNDS): percentiles add up.
     for _field in histogram.FIELDS:
         locals()[_field] = models.BigIntegerField(default=0)

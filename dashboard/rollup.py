@@ -4,22 +4,32 @@
 ``INSERT … ON CONFLICT DO UPDATE`` per (bucket, account) adds the batch's counts
 to whatever is there, which is atomic on PostgreSQL and SQLite alike, so any
 number of gateway processes can write the same bucket without losing counts.
+
+An account's bucket counts its uses (``accounts.outcomes.account_uses``): every
+attempt on it is a request of that account, a failed one an error of it; the
+tokens, latency and time to first byte go to the account that ended the request.
+``retried`` counts the uses a request moved on from, so that the deployment's
+own figures (client requests, and those that failed) are the sums less those:
+a request retried twice is three uses of accounts but one request.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from django.db import connections, router
 
+from accounts.outcomes import account_uses
+
 from . import histogram
 from .models import BUCKET_SECONDS, UsageBucket
 
-SUMS = ("requests", "errors", "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens",
+SUMS = ("requests", "errors", "retried", "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens",
         "latency_ms", *histogram.FIELDS)
+_REQUESTS, _ERRORS, _RETRIED, _INPUT, _OUTPUT, _CACHED, _REASONING, _LATENCY = range(8)
 _TTFB_AT = SUMS.index(histogram.FIELDS[0])
 
 
@@ -35,11 +45,9 @@ class LogRow(Protocol):
     cached_tokens: int
     reasoning_tokens: int
 
-
-def failed(status: int, error_class: str) -> bool:
-    """What the dashboard counts as an error: not a 2xx, or a stream that ended in an error."""
-
-    return not (200 <= status < 300) or bool(error_class)
+    @property
+    def attempts(self) -> Sequence[Any]:
+        """The attempt trace: ``Attempt`` records, or dicts as the log stores them."""
 
 
 def bucket_of(when: dt.datetime) -> int:
@@ -52,19 +60,24 @@ def fold(rows: Iterable[LogRow]) -> dict[tuple[int, int], list[int]]:
 
     acc: dict[tuple[int, int], list[int]] = {}
     for r in rows:
-        key = (bucket_of(r.created_at), r.account_id or 0)
-        counts = acc.get(key)
-        if counts is None:
-            counts = acc[key] = [0] * len(SUMS)
-        counts[0] += 1
-        counts[1] += failed(r.status, r.error_class)
-        counts[2] += r.input_tokens
-        counts[3] += r.output_tokens
-        counts[4] += r.cached_tokens
-        counts[5] += r.reasoning_tokens
-        counts[6] += r.latency_ms
-        if r.ttfb_ms is not None:
-            counts[_TTFB_AT + histogram.slot(r.ttfb_ms)] += 1
+        bucket = bucket_of(r.created_at)
+        for use in account_uses(r.account_id, r.status, r.error_class, r.attempts):
+            key = (bucket, use.account_id)
+            counts = acc.get(key)
+            if counts is None:
+                counts = acc[key] = [0] * len(SUMS)
+            counts[_REQUESTS] += 1
+            counts[_ERRORS] += use.failed
+            if not use.final:
+                counts[_RETRIED] += 1
+                continue
+            counts[_INPUT] += r.input_tokens
+            counts[_OUTPUT] += r.output_tokens
+            counts[_CACHED] += r.cached_tokens
+            counts[_REASONING] += r.reasoning_tokens
+            counts[_LATENCY] += r.latency_ms
+            if r.ttfb_ms is not None:
+                counts[_TTFB_AT + histogram.slot(r.ttfb_ms)] += 1
     return acc
 
 
@@ -77,13 +90,18 @@ def add(rows: Iterable[LogRow], model: Any = UsageBucket) -> None:
     table = model._meta.db_table
     conn = connections[router.db_for_write(model)]
     q = conn.ops.quote_name
-    cols = ["start", "account_id", *SUMS]
-    updates = ", ".join(f"{q(c)} = {q(table)}.{q(c)} + excluded.{q(c)}" for c in SUMS)
+    # A migration's backfill hands in its historical model, which may predate a column (retried).
+    fields = {f.name for f in model._meta.get_fields()}
+    at = [i for i, name in enumerate(SUMS) if name in fields]
+    sums = [SUMS[i] for i in at]
+    cols = ["start", "account_id", *sums]
+    updates = ", ".join(f"{q(c)} = {q(table)}.{q(c)} + excluded.{q(c)}" for c in sums)
     sql = (f"INSERT INTO {q(table)} ({', '.join(q(c) for c in cols)}) "
            f"VALUES ({', '.join(['%s'] * len(cols))}) "
            f"ON CONFLICT ({q('start')}, {q('account_id')}) DO UPDATE SET {updates}")
     with conn.cursor() as cursor:
-        cursor.executemany(sql, [(start, account, *counts) for (start, account), counts in sorted(folded.items())])
+        cursor.executemany(sql, [(start, account, *(counts[i] for i in at))
+                                 for (start, account), counts in sorted(folded.items())])
 
 
 def rebuild(log_model: Any, bucket_model: Any = UsageBucket, since: dt.datetime | None = None,
@@ -102,7 +120,7 @@ def rebuild(log_model: Any, bucket_model: Any = UsageBucket, since: dt.datetime 
         rows = rows.filter(created_at__gte=cut)
     buckets.delete()
     fields = ("created_at", "account_id", "status", "error_class", "latency_ms", "ttfb_ms",
-              "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
+              "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens", "attempts")
     batch: list[Row] = []
     total = 0
     for values in rows.values_list(*fields).iterator(chunk_size=chunk):
@@ -129,3 +147,4 @@ class Row:
     output_tokens: int
     cached_tokens: int
     reasoning_tokens: int
+    attempts: list[Any]

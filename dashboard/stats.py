@@ -2,6 +2,10 @@
 
 Every window-wide number comes from ``UsageBucket`` (at most a few thousand rows
 per week per account), never from a scan of the request log.
+
+An account's figures count its uses, failed attempts included; the deployment's
+(no account given) count client requests: the buckets' sums less the uses a
+request moved on from (``dashboard.rollup``).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Count, F, Sum
+from django.db.models.expressions import Combinable
 
 from accounts.models import Account
 
@@ -80,34 +85,45 @@ class Totals:
                    ttfb=[row.get(f) or 0 for f in histogram.FIELDS])
 
 
-def _sums(with_ttfb: bool) -> dict[str, Sum]:
+def _column(name: str, per_account: bool) -> Combinable | str:
+    """A summed column: the deployment's requests and errors leave out the uses a request moved on from."""
+
+    if not per_account and name in ("requests", "errors"):
+        return F(name) - F("retried")
+    return name
+
+
+def _sums(with_ttfb: bool, per_account: bool) -> dict[str, Sum]:
     names = TOTAL_FIELDS + (histogram.FIELDS if with_ttfb else ())
-    return {name: Sum(name) for name in names}
+    return {name: Sum(_column(name, per_account)) for name in names}
 
 
 def totals(window: Window, account_id: int | None = None) -> Totals:
+    """The deployment's figures, or with ``account_id`` that account's."""
+
     qs = UsageBucket.objects.filter(start__gte=window_start(window))
     if account_id is not None:
         qs = qs.filter(account_id=account_id)
-    return Totals.from_row(qs.aggregate(**_sums(with_ttfb=True)))
+    return Totals.from_row(qs.aggregate(**_sums(with_ttfb=True, per_account=account_id is not None)))
 
 
 def per_account(window: Window) -> dict[int, Totals]:
     rows = (UsageBucket.objects.filter(start__gte=window_start(window))
-            .values("account_id").annotate(**_sums(with_ttfb=False)).order_by())
+            .values("account_id").annotate(**_sums(with_ttfb=False, per_account=True)).order_by())
     return {row["account_id"]: Totals.from_row(row) for row in rows}
 
 
 def series(window: Window, account_id: int | None = None,
            fields: tuple[str, ...] = ("requests", "errors", *TOKEN_FIELDS)) -> list[dict[str, int]]:
-    """One point per chart step across the whole window, zeros where nothing happened (plus "tokens": in + out)."""
+    """One point per chart step across the whole window, zeros where nothing happened (plus "tokens": in + out);
+    the deployment's, or with ``account_id`` that account's."""
 
     lo = window_start(window)
     qs = UsageBucket.objects.filter(start__gte=lo)
     if account_id is not None:
         qs = qs.filter(account_id=account_id)
     rows = (qs.annotate(t=F("start") - F("start") % window.step).values("t")
-            .annotate(**{f: Sum(f) for f in fields}).order_by())
+            .annotate(**{f: Sum(_column(f, account_id is not None)) for f in fields}).order_by())
     # Rows hold the sums too: the stubs' row type has only the keys they can see ("t"), not those from a dict.
     found: dict[int, Mapping[str, Any]] = {row["t"]: row for row in rows}
     first = lo - lo % window.step

@@ -6,8 +6,8 @@ pool, the upstream client, the log writer, the options) to the dispatch loop.
 Nothing on the request path is a module singleton, so a test builds its own app
 with fakes (``Gateway(options, pool=FakePool(), upstream=FakeUpstream())``; tests/gateway/fakes.py).
 
-Background work (the account prober) starts with the first connection the
-server hands the app, on the server's event loop: neither uvicorn (lifespan off)
+Background work (the account prober, the pool's health duties, the limits'
+leases) starts with the first connection the server hands the app, on the server's event loop: neither uvicorn (lifespan off)
 nor Daphne tells the app when it starts.
 """
 
@@ -29,7 +29,9 @@ from accounts.models import Account, Provider
 
 from .limits import Limits
 from .models_list import ModelCatalog
+from .lease import Lease
 from .options import Options
+from .poolhealth import LEASE_NAME, PoolHealth
 from .prober import Prober
 from .knownsecrets import KnownSecrets
 from .logspool import Spool, for_database
@@ -59,7 +61,8 @@ class Gateway:
                  upstream: UpstreamClient | None = None, pool: pool_state.Pool | None = None,
                  limits: Limits | None = None, log_writer: LogWriter | None = None,
                  config: SnapshotCache | None = None, sinks: Sequence[Sink] = (),
-                 spool: Spool | None = None, prober: Prober | None = None) -> None:
+                 spool: Spool | None = None, prober: Prober | None = None,
+                 health: PoolHealth | None = None) -> None:
         self.options = options
         self.routes = routes
         self.upstream = upstream or UpstreamClient(options.upstream_max_connections)
@@ -74,6 +77,7 @@ class Gateway:
         self.models = ModelCatalog(self.upstream, options.models_cache_ttl)
         self.streams = OpenStreams()
         self.prober = prober or Prober(self.config, self.upstream, options.probe_interval)
+        self.health = health or PoolHealth(Lease(LEASE_NAME, options.lease_ttl), self.prober.wake)
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 
@@ -94,6 +98,7 @@ class Gateway:
         self.log.start()  # it first writes what a killed process left in the spool
         loop = asyncio.get_running_loop()
         self._tasks.append(loop.create_task(self.prober.run(), name="account-prober"))
+        self._tasks.append(loop.create_task(self.health.run(), name="pool-health"))
         self._tasks.append(loop.create_task(self.limits.run(), name="limit-leases"))
 
     def flush(self) -> None:
@@ -112,6 +117,7 @@ class Gateway:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        await self.health.aclose()
         await hop(self.flush)
         await self.upstream.aclose()
         await self.pool.aclose()

@@ -103,12 +103,14 @@ class Exchange:
 
 
 class _Retry(Exception):
-    """This attempt failed in a way another account may fix; ``unreachable``: the network failure's
-    kind, for the client if every account fails so (the attempt trace keeps the details)."""
+    """This attempt failed in a way another account may fix, for the client if every account fails so:
+    ``unreachable``, a network failure's kind (the attempt trace keeps the details); ``failure``, the
+    upstream's error as the client would get it, when the upstream answered one."""
 
-    def __init__(self, unreachable: NetworkFailure | None = None) -> None:
+    def __init__(self, unreachable: NetworkFailure | None = None, failure: UpstreamFailed | None = None) -> None:
         super().__init__(unreachable)
         self.unreachable = unreachable
+        self.failure = failure
 
 
 def upstream_request(ex: Exchange, proto: ProtocolModule) -> tuple[bytes, Forwarded]:
@@ -139,6 +141,7 @@ async def dispatch(gw: Gateway, ex: Exchange) -> HttpResponse | StreamingHttpRes
     body, fwd = upstream_request(ex, proto)
     tried: list[int] = []
     last_network_error: NetworkFailure | None = None
+    last_failure: UpstreamFailed | None = None
     for _ in range(gw.options.max_attempts):
         account = await gw.pool.pick(provider.id, tried, provider.selection)
         if account is None:
@@ -153,13 +156,17 @@ async def dispatch(gw: Gateway, ex: Exchange) -> HttpResponse | StreamingHttpRes
             return await _attempt(gw, ex, proto, UpstreamTarget(provider, secret, proto.PATH, fwd),
                                   body, attempt, secret)
         except _Retry as retry:
-            last_network_error = retry.unreachable
+            last_network_error, last_failure = retry.unreachable, retry.failure
             continue
         finally:
             attempt.latency_ms = int((time.monotonic() - t0) * 1000)
     if last_network_error is not None:
         # Only the kind: aiohttp's text names the upstream's host and port, which the client must not learn.
         raise UpstreamUnavailable(client_message(last_network_error))
+    if last_failure is not None and last_failure.upstream_status >= 500:
+        # The upstream itself failing (a 5xx, Anthropic's 529 overloaded) on the last account tried:
+        # the client hears what it said, as before such answers were retried, not "no accounts".
+        raise last_failure
     raise NoAccounts("No active upstream accounts are available for this model; try again later")
 
 
@@ -194,20 +201,21 @@ async def _judge(gw: Gateway, ex: Exchange, attempt: Attempt, err: ir.Error, tex
     attempt.verdict, attempt.tier = ruling.action, ruling.tier
     attempt.status = err.status
     attempt.error = redact(err.message or text, [secret])
-    if ruling.action == Verdict.DISABLE:
-        await gw.pool.disable(attempt.account_id or 0, rule=ruling.rule, tier=ruling.tier, status_code=err.status,
-                              excerpt=redact(text or err.message, [secret]), cooldown_until=_retry_after(headers))
-        raise _Retry
-    if ruling.action == Verdict.RETRY:
-        raise _Retry
-    # Returned to the client with the upstream's status: as it came on the same protocol, else in the
+    # As the client gets it: with the upstream's status, as it came on the same protocol, else in the
     # client's envelope with the upstream's type, code and param.
     passed: dict[str, str] = {}
     if headers is not None and headers.get("retry-after"):
         passed["Retry-After"] = headers["retry-after"]
-    body = passable(raw, secret)
-    raise UpstreamFailed(err.status, upstream_message(err.message, secret, text, err.status), err.error_type,
-                         headers=passed, code=err.code, param=err.param, raw=body)
+    failure = UpstreamFailed(err.status, upstream_message(err.message, secret, text, err.status), err.error_type,
+                             headers=passed, code=err.code, param=err.param, raw=passable(raw, secret))
+    if ruling.action == Verdict.DISABLE:
+        await gw.pool.disable(attempt.account_id or 0, rule=ruling.rule, tier=ruling.tier, status_code=err.status,
+                              excerpt=redact(text or err.message, [secret]), cooldown_until=_retry_after(headers),
+                              retest_after=ruling.retest_after)
+        raise _Retry(failure=failure)
+    if ruling.action == Verdict.RETRY:
+        raise _Retry(failure=failure)
+    raise failure
 
 
 def _retry_after(headers: Headers | None) -> dt.datetime | None:

@@ -36,6 +36,7 @@ class Options:
     reserve_output_tokens: int = 4096
     shutdown_grace: float = 10.0
     probe_interval: float = 5.0
+    lease_ttl: float = 10.0
     redis_url: str = ""
     database_vendor: str = "sqlite"  # "sqlite" | "postgresql": which pool the app builds
 
@@ -64,6 +65,7 @@ class Options:
             reserve_output_tokens=settings.GATEWAY_RESERVE_OUTPUT_TOKENS,
             shutdown_grace=settings.GATEWAY_SHUTDOWN_GRACE,
             probe_interval=settings.GATEWAY_PROBE_INTERVAL,
+            lease_ttl=settings.GATEWAY_LEASE_TTL,
             redis_url=settings.REDIS_URL,
             database_vendor="postgresql" if engine.endswith("postgresql") else "sqlite",
         )

@@ -9,6 +9,10 @@ app's upstream client (:mod:`gateway.probe`). The outcome is stored on the
 account (``probed_at``, ``probe_ok``, ``probe_summary``); a success puts an
 account the pool had disabled back into the pool, with its event closed as
 ended by the probe. An account disabled by hand stays out.
+
+Scheduled tests of accounts the pool disabled (``accounts.retests``) come through
+the same queue: the pool's leader (``gateway.poolhealth``) marks them when due
+and wakes its own process's prober rather than leave them to the next look.
 """
 
 from __future__ import annotations
@@ -89,6 +93,12 @@ class Prober:
         self._config = config
         self._upstream = upstream
         self.interval = interval
+        self._wake = asyncio.Event()
+
+    def wake(self) -> None:
+        """Look for requested tests now, not at the next interval."""
+
+        self._wake.set()
 
     async def run(self) -> None:
         """Until cancelled: every ``interval`` seconds, the requested tests."""
@@ -101,7 +111,11 @@ class Prober:
                 raise
             except Exception:  # noqa: BLE001 - the loop must outlive a bad round (the database away)
                 log.warning("account tests failed this round; will try again", exc_info=True)
-            await asyncio.sleep(self.interval)
+            try:
+                await asyncio.wait_for(self._wake.wait(), self.interval)
+            except TimeoutError:
+                pass
+            self._wake.clear()
 
     async def run_once(self) -> int:
         """Run the tests requested so far (one batch); returns how many ran."""

@@ -5,7 +5,8 @@ which appends it to the spool on disk (``gateway.logspool``: what a killed
 process leaves there is written by the next one) and to a bounded queue in
 memory. A writer thread drains the queue in batches: one
 INSERT (executemany) for the log rows, one counter UPDATE per account and client key
-in the batch, whatever the writer's sinks add in the same transaction (the
+in the batch (an account counts each of its uses, failed attempts included:
+``accounts.outcomes.account_uses``), whatever the writer's sinks add in the same transaction (the
 dashboard's usage buckets), then a dashboard broadcast. The app object flushes
 it when the gateway stops and at interpreter exit, so a clean shutdown loses no
 buffered row.
@@ -36,6 +37,7 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from accounts.db import checked_connections
+from accounts.outcomes import Use, account_uses, request_failed
 from accounts.redact import redact
 
 from .logrecord import Attempt, LogRecord
@@ -258,8 +260,9 @@ class LogWriter:
         per_account: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
         per_key: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
         for r in batch:
-            if r.account_id is not None:
-                _add(per_account[r.account_id], r)
+            for use in account_uses(r.account_id, r.status, r.error_class, r.attempts):
+                if use.account_id:
+                    _add_use(per_account[use.account_id], use, r)
             if r.client_key_id is not None:
                 _add(per_key[r.client_key_id], r)
         with transaction.atomic(), connection.cursor() as cursor:
@@ -401,7 +404,20 @@ def _add_counters(cursor: Any, model: Any, counts: dict[int, list[int]], spent: 
 
 def _add(acc: list[int], r: LogRecord) -> None:
     acc[0] += 1
-    acc[1] += 0 if 200 <= r.status < 300 and not r.error_class else 1
+    acc[1] += request_failed(r.status, r.error_class)
+    _add_tokens(acc, r)
+
+
+def _add_use(acc: list[int], use: Use, r: LogRecord) -> None:
+    """An account's counters: each use a request, each failed use an error, the tokens where it ended."""
+
+    acc[0] += 1
+    acc[1] += use.failed
+    if use.final:
+        _add_tokens(acc, r)
+
+
+def _add_tokens(acc: list[int], r: LogRecord) -> None:
     acc[2] += r.input_tokens
     acc[3] += r.output_tokens
     acc[4] += r.cached_tokens

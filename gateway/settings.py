@@ -166,6 +166,9 @@ GATEWAY_LOG_SPOOL_DIR = env("GATEWAY_LOG_SPOOL_DIR", default=str(BASE_DIR / "var
 GATEWAY_LOG_SINKS = ["dashboard.rollup.add"]
 # How often a gateway process looks for account tests ops asked for in the admin (gateway.prober).
 GATEWAY_PROBE_INTERVAL = env.float("GATEWAY_PROBE_INTERVAL", default=5.0)
+# One gateway process at a time ends cool-downs and queues scheduled account tests (gateway.poolhealth):
+# it holds a lease for this many seconds, renewing it every second; if it dies another takes over then.
+GATEWAY_LEASE_TTL = env.float("GATEWAY_LEASE_TTL", default=10.0)
 # How stale the request log's figure for a client key's token use may be (a floor under the
 # counters that gateway.limits keeps; the log alone lags a batch behind).
 GATEWAY_TOKEN_USAGE_TTL = env.float("GATEWAY_TOKEN_USAGE_TTL", default=5.0)

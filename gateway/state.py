@@ -65,7 +65,7 @@ class Snapshot:
     keys: dict[str, KeyInfo] = field(default_factory=dict)  # by key hash
 
 
-def _load(known: KnownSecrets | None = None) -> Snapshot:
+def _load() -> Snapshot:
     from accounts.models import ApiKey, ModelAlias, Provider
 
     snap = Snapshot()
@@ -86,8 +86,6 @@ def _load(known: KnownSecrets | None = None) -> Snapshot:
                                       a.upstream_model, a.priority))
     for k in ApiKey.objects.filter(active=True):
         snap.keys[k.key_hash] = key_info(k)
-    if known is not None:
-        known.reload()  # the log writer reads it from there
     return snap
 
 
@@ -112,7 +110,7 @@ class SnapshotCache:
     run on a worker thread): the database's by default, a test's own when it builds the app.
     ``known_secrets``: re-read with each snapshot (body logging on), else never built."""
 
-    def __init__(self, ttl: float, load: Callable[[KnownSecrets | None], Snapshot] = _load,
+    def __init__(self, ttl: float, load: Callable[[], Snapshot] = _load,
                  find_key: Callable[[str], KeyInfo | None] = _find_key,
                  known_secrets: KnownSecrets | None = None) -> None:
         self._ttl = ttl
@@ -132,7 +130,13 @@ class SnapshotCache:
         return await hop(self._find_key, key_hash)
 
     async def _reread(self) -> None:
-        self._snap = await hop(self._load, self.known_secrets)
+        self._snap = await hop(self._read)
+
+    def _read(self) -> Snapshot:
+        snap = self._load()
+        if self.known_secrets is not None:
+            self.known_secrets.reload()  # the log writer reads the upstream keys from there
+        return snap
 
     def invalidate(self) -> None:
         self._refresh.invalidate()

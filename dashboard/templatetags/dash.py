@@ -4,9 +4,21 @@ from __future__ import annotations
 
 from django import template
 
+from accounts.models import Account
 from accounts.outcomes import ErrorClass, Verdict
 
 register = template.Library()
+
+
+@register.filter
+def back_in_pool(account: Account) -> str:
+    """When an account out of the pool may be back: its cool-down's end, or its next scheduled test."""
+
+    if account.cooldown_until:
+        return f"{account.cooldown_until:%Y-%m-%d %H:%M:%S}"
+    if account.retest_at and account.status == Account.DISABLED and not account.disabled_by_hand:
+        return f"next test {account.retest_at:%Y-%m-%d %H:%M:%S}"
+    return "—"
 
 
 @register.filter

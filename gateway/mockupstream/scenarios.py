@@ -4,13 +4,16 @@ The account key chooses a fault, the model name chooses the content. The
 server (``server.py``) feeds the IR events to the real protocol encoder, so
 every protocol gets the same scenario in its own wire format.
 
-Faults, chosen by a marker anywhere in the API key (whatever the model):
+Faults, chosen by a marker anywhere in the API key (whatever the model), unless
+the key has been healed (``POST /_mock/heal``, see ``server.py``):
 
 =====================  ==========================================================
 key contains           answer
 =====================  ==========================================================
 (no key)               401 "missing API key"
 ``fail-429``           429 rate limit, header ``Retry-After: 30``
+``fail-429-<N>s``      the same with ``Retry-After: N`` (a cool-down short enough to watch end)
+``fail-429-no-retry-after``  the same without ``Retry-After`` (the account is disabled, not cooled)
 ``fail-401``           401 invalid API key
 ``fail-402``           402 insufficient balance (payment required)
 ``fail-403-cost``      403 "... estimated cost exceeds the limit for this request"
@@ -135,12 +138,13 @@ _RATE_LIMIT = Fault(429, "Rate limit reached for requests on this account. Pleas
 FAULTS: list[tuple[str, Fault]] = [
     ("fail-stream-error", Fault(429, _RATE_LIMIT.message, _RATE_LIMIT.code, _RATE_LIMIT.headers,
                                 in_stream=True)),
-    # Anthropic's real mid-stream failure; by the SOP's rules it goes back to the client.
+    # Anthropic's real mid-stream failure; the default rules try the next account.
     ("fail-stream-overloaded", Fault(529, "Overloaded", "overloaded_error", in_stream=True)),
     ("fail-403-tokens", Fault(403, "Request rejected: insufficient tokens remaining on this account "
                                    "to serve the request.", "insufficient_tokens")),
     ("fail-403-cost", Fault(403, "Request rejected: the estimated cost exceeds the limit for this "
                                  "request.", "cost_limit_exceeded")),
+    ("fail-429-no-retry-after", Fault(429, _RATE_LIMIT.message, _RATE_LIMIT.code)),
     ("fail-429", _RATE_LIMIT),
     ("fail-401", Fault(401, "Incorrect API key provided. You can find your API key in your "
                             "account settings.", "invalid_api_key")),
@@ -154,7 +158,12 @@ MISSING_KEY = Fault(401, "Missing API key: send it as 'Authorization: Bearer <ke
                          "'x-api-key: <key>'.", "missing_api_key")
 
 
+_RETRY_AFTER = re.compile(r"fail-429-(\d+)s")
+
+
 def fault_for_key(key: str) -> Fault | None:
+    if match := _RETRY_AFTER.search(key):
+        return Fault(429, _RATE_LIMIT.message, _RATE_LIMIT.code, {"Retry-After": match[1]})
     for marker, fault in FAULTS:
         if marker in key:
             return fault

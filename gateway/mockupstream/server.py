@@ -6,7 +6,11 @@ the protocol's real encoder and writes every SSE event on its own.
 Endpoints: ``POST /v1`` + each protocol's PATH (``/v1/chat/completions``,
 ``/v1/messages`` (``?beta=true`` too), ``/v1/responses``), ``GET /v1/models``,
 and for tests ``GET /_mock/stats``, ``POST /_mock/reset``, ``GET /_mock/requests`` (each
-recorded request with its headers, lower-cased, credentials left out).
+recorded request with its headers, lower-cased, credentials left out), and
+``POST /_mock/heal`` ``{"key_suffix": "ab12", "healed": true}``: keys ending so answer
+as good keys do whatever fault marker they carry (``"healed": false`` breaks them
+again; reset heals nothing), so a test or a walkthrough can watch a disabled account
+come back once its upstream answers again.
 
 The Anthropic endpoint is as strict as the real API about beta-only fields
 (:mod:`.strict`): a field whose beta the ``anthropic-beta`` header does not name is a 400.
@@ -49,6 +53,12 @@ class MockState:
     by_key: Counter[str] = field(default_factory=Counter)
     recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RECENT_REQUESTS))
     replays: dict[str, replay.Replay] = field(default_factory=dict)  # model → the exact answer
+    healed: set[str] = field(default_factory=set)  # key suffixes whose fault marker is ignored
+
+    def fault_for(self, key: str) -> Fault | None:
+        if any(key.endswith(suffix) for suffix in self.healed):
+            return None
+        return scenarios.fault_for_key(key)
 
     def stats(self) -> dict[str, Any]:
         return {"requests": self.requests, "streams_open": self.streams_open,
@@ -62,6 +72,7 @@ class MockState:
         self.by_key.clear()
         self.recent.clear()
         self.replays.clear()
+        self.healed.clear()
 
 
 STATE = web.AppKey("mock_state", MockState)
@@ -78,6 +89,7 @@ def make_app() -> web.Application:
     app.router.add_post("/_mock/reset", _reset)
     app.router.add_get("/_mock/requests", _requests)
     app.router.add_post("/_mock/replay", _add_replay)
+    app.router.add_post("/_mock/heal", _heal)
     return app
 
 
@@ -114,7 +126,7 @@ async def _serve(request: web.Request, proto: ProtocolModule) -> web.StreamRespo
     scripted = state.replays.get(model) if isinstance(model, str) else None
     if scripted is not None:
         return await replay.answer(request, scripted)
-    fault = scenarios.fault_for_key(key)
+    fault = state.fault_for(key)
     if fault is not None and not fault.in_stream:
         return _fault_response(proto, fault)
     if body is _INVALID:
@@ -311,7 +323,7 @@ async def _count_tokens(request: web.Request) -> web.Response:
     body = _decode(raw)
     key = _api_key(request)
     _record(request.app[STATE], request, raw, body, key)
-    fault = scenarios.MISSING_KEY if key is None else scenarios.fault_for_key(key)
+    fault = scenarios.MISSING_KEY if key is None else request.app[STATE].fault_for(key)
     if fault is not None:
         return _fault_response(proto, fault)
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
@@ -332,6 +344,19 @@ async def _add_replay(request: web.Request) -> web.Response:
     model, scripted = replay.parse(await request.json())
     request.app[STATE].replays[model] = scripted
     return _json(200, {"model": model})
+
+
+async def _heal(request: web.Request) -> web.Response:
+    body = await request.json()
+    suffix = body.get("key_suffix") if isinstance(body, dict) else None
+    if not isinstance(suffix, str) or len(suffix) < 4:
+        return _json(400, {"error": "key_suffix: at least the key's last 4 characters"})
+    healed = request.app[STATE].healed
+    if body.get("healed", True):
+        healed.add(suffix)
+    else:
+        healed.discard(suffix)
+    return _json(200, {"healed": sorted(healed)})
 
 
 async def _requests(request: web.Request) -> web.Response:

@@ -273,6 +273,8 @@ def provider_form(provider: Provider, **changes: Any) -> dict[str, Any]:
     ([{"name": "x", "status": "429", "action": "retry"}], "status must be an integer or a list of integers"),
     ({"action": "retry"}, "rules must be a list of objects"),
     ([{"name": "x", "status": 403, "contains": "quota", "action": "retry"}], "contains must be a list of strings"),
+    ([{"name": "x", "status": [401], "action": "disable", "retest_after": "hourly"}],
+     "retest_after must be a number of seconds above 0"),
 ])
 def test_provider_rule_editing_rejects_invalid_rules(staff: Client, rules: Any, problem: str) -> None:
     provider = make_provider()
@@ -293,6 +295,26 @@ def test_provider_rules_and_prices_are_saved_when_valid(staff: Client) -> None:
     assert response.status_code == 302, text_of(response)
     provider.refresh_from_db()
     assert provider.rules == rules and provider.prices == prices and provider.auto_prefix
+
+
+def test_a_retest_schedule_edited_in_the_admin_is_what_the_next_disable_uses(staff: Client) -> None:
+    from accounts import pool
+    from accounts.rules import classify
+
+    provider = make_provider()
+    rules = [{"name": "revoked", "status": [401], "action": "disable", "tier": "auth", "retest_after": 90}]
+    url = reverse("admin:accounts_provider_change", args=[provider.pk])
+    assert staff.post(url, provider_form(provider, rules=json.dumps(rules))).status_code == 302
+    provider.refresh_from_db()
+    ruling = classify(provider.rules, 401, "")
+    account = make_account(provider, "a", new_key())
+    pool.disable_account(account.pk, rule=ruling.rule, tier=ruling.tier, status_code=401, excerpt="",
+                         retest_after=ruling.retest_after)
+    account.refresh_from_db()
+    assert account.retest_interval == 90
+    listing = text_of(staff.get(reverse("admin:accounts_account_changelist")))
+    [cell] = re.findall(r'class="field-retest_at[^"]*">(.*?)</td>', listing)
+    assert "Next test" in listing and str(account.retest_at.year) in cell
 
 
 def test_provider_price_table_is_validated(staff: Client) -> None:

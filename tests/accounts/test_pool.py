@@ -108,3 +108,31 @@ def test_concurrent_picks_of_several_processes_stay_exactly_least_recently_used(
     for t in threads:
         t.join(30)
     assert sorted(counts.values()) == [40] * 5
+
+
+def test_a_cooldown_that_is_over_ends_without_a_pick_and_every_pool_of_the_process_hears_it() -> None:
+    _, (due, later, disabled) = make_pool(3)
+    now = timezone.now()
+    for account, until in ((due, now + dt.timedelta(seconds=5)), (later, now + dt.timedelta(minutes=5))):
+        assert pool.disable_account(account.pk, rule="exhausted", tier="tier3", status_code=429, excerpt="x",
+                                    cooldown_until=until)
+    assert pool.disable_account(disabled.pk, rule="auth_invalid", tier="auth_invalid", status_code=401, excerpt="")
+    heard: list[tuple[int, str]] = []
+
+    def hear(sender: object, account_id: int, status: str, **kwargs: object) -> None:
+        heard.append((account_id, status))
+
+    pool.state_changed.connect(hear)
+    try:
+        assert pool.end_due_cooldowns(now) == []
+        at = now + dt.timedelta(seconds=5)
+        assert pool.end_due_cooldowns(at) == [due.pk]
+        assert pool.end_due_cooldowns(at) == []  # once, whoever gets there first
+    finally:
+        pool.state_changed.disconnect(hear)
+    assert heard == [(due.pk, Account.ACTIVE)]
+    statuses = dict(Account.objects.values_list("pk", "status"))
+    assert statuses == {due.pk: Account.ACTIVE, later.pk: Account.COOLING, disabled.pk: Account.DISABLED}
+    event = DisableEvent.objects.get(account=due)
+    assert (event.ended_by, event.ended_at) == ("cooldown", at)
+    assert DisableEvent.objects.filter(ended_at__isnull=True).count() == 2

@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Account, ApiKey, Provider, RequestLog
 from gateway.app import log_sinks
+from gateway.logrecord import Attempt
 from gateway.reqlog import LogRecord, LogWriter
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -71,6 +72,22 @@ def test_a_priced_request_is_charged_to_its_account_and_logged_with_its_cost() -
     account_updates = [q for q in queries.captured_queries
                        if q["sql"].startswith('UPDATE "accounts_account"')]
     assert len(account_updates) == 2  # one per account in the batch, whatever its size
+
+
+def test_every_failed_attempt_counts_against_its_account_and_the_tokens_go_to_the_one_that_answered() -> None:
+    provider, a, b, key = setup_pool()
+    retried = record(provider, b, key, 0)
+    retried.attempts = [Attempt(a.pk, "a", 429, "disable", 5), Attempt(a.pk, "a", 500, "retry", 5),
+                        Attempt(b.pk, "b", 200, "ok", 50)]
+    failed_everywhere = record(provider, b, key, 1, status=503)
+    failed_everywhere.attempts = [Attempt(a.pk, "a", None, "network", 5), Attempt(b.pk, "b", 402, "disable", 5)]
+    write([retried, failed_everywhere])
+    a.refresh_from_db()
+    b.refresh_from_db()
+    key.refresh_from_db()
+    assert (a.requests, a.errors, a.input_tokens) == (3, 3, 0)
+    assert (b.requests, b.errors, b.input_tokens, b.output_tokens) == (2, 1, 2000, 200)
+    assert (key.requests, key.errors) == (2, 1)  # the client's figures: two requests, one failed
 
 
 def test_an_account_without_a_balance_is_not_given_one() -> None:

@@ -96,3 +96,31 @@ def test_unknown_event_kinds_are_ignored(staff_client: Client) -> None:
         return "mystery" not in kinds
 
     assert async_to_sync(go)() is True
+
+
+def test_a_cooldown_ended_at_its_time_arrives_with_the_closed_event_and_the_account_active(
+        staff_client: Client, provider: Provider) -> None:
+    import datetime as dt
+
+    from django.utils import timezone
+
+    a = make_account(provider, "a")
+    until = timezone.now() + dt.timedelta(seconds=1)
+    pool.disable_account(a.pk, rule="exhausted", tier="tier3_account_exhausted", status_code=429,
+                         excerpt="Rate limit reached", cooldown_until=until)
+
+    async def go() -> dict[str, Any]:
+        comm = communicator(staff_client)
+        assert (await comm.connect())[0]
+        await comm.receive_json_from()
+        assert await database_sync_to_async(pool.end_due_cooldowns)(until) == [a.pk]  # the leader's round
+        enabled = await next_of_kind(comm, "account.enabled")
+        await comm.disconnect()
+        return enabled
+
+    enabled = async_to_sync(go)()
+    [event] = enabled["events"]
+    assert "End of cool-down at" in event["html"] and 'class="ended"' in event["html"]
+    [account] = enabled["accounts"]
+    assert account["id"] == a.pk and account["fields"]["status"] == "Active"
+    assert account["fields"]["cooldown_until"] == "—"

@@ -62,6 +62,26 @@ def test_usage_table_shows_each_account_with_window_and_lifetime_figures(staff_c
     assert "reached no account" in html
 
 
+def test_an_account_that_failed_before_another_answered_shows_the_failure_in_its_figures(
+        staff_client: Client, provider: Provider) -> None:
+    a, b = make_account(provider, "alpha"), make_account(provider, "beta")
+    attempts = [reqlog.Attempt(a.pk, "alpha", 429, "disable", 10), reqlog.Attempt(b.pk, "beta", 200, "ok", 20)]
+    write([record(b, attempts=attempts)])
+    html = staff_client.get(reverse("dashboard:usage") + "?window=1h").content.decode()
+    row_a = text_of_row(html, a.pk)
+    assert row_a[5:7] == ["1", "1"] and row_a[-3:-1] == ["1", "1"]  # window and all time: 1 request, 1 error
+    assert text_of_row(html, b.pk)[5:7] == ["1", "0"]
+    overview = text(staff_client.get(reverse("dashboard:overview") + "?window=1h"))
+    assert "Requests 1 " in overview and "Error rate 0.0 %" in overview  # the client's one request went well
+
+
+def text_of_row(html: str, account_id: int) -> list[str]:
+    """The cells of an account's row on the usage page, as text."""
+
+    row = html.split(f'data-account-id="{account_id}"', 1)[1].split("</tr>", 1)[0]
+    return [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+
+
 def test_account_page_draws_three_time_series(staff_client: Client, provider: Provider) -> None:
     a = make_account(provider, "a")
     write([record(a, ago=dt.timedelta(hours=h)) for h in range(5)])
@@ -87,6 +107,21 @@ def test_disable_events_show_why_and_can_be_re_enabled(staff_client: Client, pro
     assert a.status == Account.ACTIVE and event.ended_by == "hand" and event.ended_at is not None
     assert "By hand at" in text(staff_client.get(reverse("dashboard:events")))
     assert "No disable events" in text(staff_client.get(reverse("dashboard:events") + "?open=1"))
+
+
+def test_a_disabled_account_shows_its_next_scheduled_test_until_it_is_back(staff_client: Client,
+                                                                          provider: Provider) -> None:
+    a = make_account(provider, "a")
+    pool.disable_account(a.pk, rule="auth_invalid", tier="auth_invalid", status_code=401, excerpt="",
+                         retest_after=3600)
+    Account.objects.filter(pk=a.pk).update(retest_at=dt.datetime(2030, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc))
+    shown = "next test 2030-01-02 03:04:05"
+    assert shown in text(staff_client.get(reverse("dashboard:events")))
+    assert shown in text_of_row(staff_client.get(reverse("dashboard:usage")).content.decode(), a.pk)
+    assert shown in text(staff_client.get(reverse("dashboard:account", args=[a.pk])))
+    pool.enable_account(a.pk, how="probe")
+    assert "next test" not in text(staff_client.get(reverse("dashboard:events")))
+    assert "Successful probe at" in text(staff_client.get(reverse("dashboard:events")))
 
 
 def test_re_enable_never_redirects_off_site(staff_client: Client, provider: Provider) -> None:

@@ -157,10 +157,54 @@ def test_all_accounts_bad_is_503_in_the_callers_envelope(gateway: Server, mock_u
     assert DisableEvent.objects.count() == 2
 
 
-def test_overloaded_inside_a_stream_goes_back_to_the_client_as_the_sop_says(gateway: Server,
-                                                                             mock_upstream: Server) -> None:
-    setup_pool(gateway, mock_upstream, "anthropic", ["sk-fail-stream-overloaded-a", "sk-good-b"])
+@pytest.mark.parametrize(("key", "stream", "status"), [
+    ("sk-fail-500-a", False, 500), ("sk-fail-500-a", True, 500),
+    ("sk-fail-stream-overloaded-a", False, 529),  # Anthropic's HTTP 529
+    ("sk-fail-stream-overloaded-a", True, 529),  # ...and its overloaded_error event inside a 200 stream
+], ids=["500-json", "500-stream", "529-json", "529-in-stream"])
+@pytest.mark.parametrize("client_proto", CLIENTS)
+def test_a_server_error_or_an_overload_goes_to_the_next_account_without_disabling(
+        gateway: Server, mock_upstream: Server, client_proto: str, key: str, stream: bool, status: int) -> None:
+    setup_pool(gateway, mock_upstream, "anthropic", [key, "sk-good-b"])
+    model = unique("up-anthropic/mock-text")
+    out = call(gateway, client_proto, model, stream)
+    assert out.text == "Hello! This is the mock upstream."
+    assert DisableEvent.objects.count() == 0
+    assert all(a.status == Account.ACTIVE for a in accounts("anthropic"))
+    row = wait_for_log_row(model)
+    assert [(a["status"], a["verdict"], a["tier"]) for a in row.attempts] == [
+        (status, "retry", "upstream_unavailable"), (200, "ok", "")]
+
+
+def test_when_every_account_is_overloaded_the_client_gets_the_upstreams_529(gateway: Server,
+                                                                          mock_upstream: Server) -> None:
+    setup_pool(gateway, mock_upstream, "anthropic", ["sk-fail-stream-overloaded-a", "sk-fail-stream-overloaded-b"])
     with pytest.raises(anthropic.APIStatusError) as info:
         call(gateway, "anthropic", "up-anthropic/mock-text", stream=True)
-    assert info.value.status_code == 529
+    assert info.value.status_code == 529 and "Overloaded" in str(info.value)
     assert DisableEvent.objects.count() == 0
+
+
+def test_failed_attempts_count_against_their_accounts_in_the_usage_figures(gateway: Server,
+                                                                          mock_upstream: Server) -> None:
+    from django.contrib.auth.models import User
+    from django.test import Client
+    from django.urls import reverse
+
+    from dashboard.models import UsageBucket
+
+    setup_pool(gateway, mock_upstream, "openai_chat", ["sk-fail-500-a", "sk-fail-429-b", "sk-good-c"])
+    model = unique("up-openai_chat/mock-text")
+    assert call(gateway, "openai_chat", model, stream=False).text
+    row = wait_for_log_row(model)
+    failing, exhausted, good = accounts("openai_chat")
+    assert [a["account_id"] for a in row.attempts] == [failing.pk, exhausted.pk, good.pk]
+    assert [(a.requests, a.errors) for a in (failing, exhausted, good)] == [(1, 1), (1, 1), (1, 0)]
+    assert good.input_tokens > 0 and failing.input_tokens == exhausted.input_tokens == 0
+    buckets = {b.account_id: (b.requests, b.errors, b.retried) for b in UsageBucket.objects.all()}
+    assert buckets[failing.pk] == buckets[exhausted.pk] == (1, 1, 1) and buckets[good.pk] == (1, 0, 0)
+    client = Client()
+    client.force_login(User.objects.create_user("ops", is_staff=True))
+    page = client.get(reverse("dashboard:usage") + "?window=1h").content.decode()
+    cells = page.split(f'data-account-id="{failing.pk}"', 1)[1].split("</tr>", 1)[0]
+    assert 'data-field="errors">1<' in cells

@@ -36,6 +36,7 @@ from gateway.api import api_routes
 from gateway.app import Gateway
 from gateway.dispatch import Exchange, dispatch
 from gateway.options import Options
+from gateway.poolhealth import PoolHealth
 from gateway.prober import Prober
 from gateway.limits import Limits
 from gateway.reqlog import LogRecord, LogWriter
@@ -111,6 +112,7 @@ class Disabled:
     status_code: int | None
     excerpt: str
     cooldown_until: dt.datetime | None
+    retest_after: float | None = None
 
 
 class FakePool:
@@ -133,10 +135,11 @@ class FakePool:
         return None
 
     async def disable(self, account_id: int, *, rule: str, tier: str, status_code: int | None, excerpt: str,
-                      cooldown_until: dt.datetime | None = None) -> bool:
+                      cooldown_until: dt.datetime | None = None, retest_after: float | None = None) -> bool:
         if account_id in self.disabled:
             return False
-        self.disabled[account_id] = Disabled(account_id, rule, tier, status_code, excerpt, cooldown_until)
+        self.disabled[account_id] = Disabled(account_id, rule, tier, status_code, excerpt, cooldown_until,
+                                             retest_after)
         return True
 
     def on_state_change(self, sender: Any, account_id: int, status: str,
@@ -333,6 +336,19 @@ class IdleProber(Prober):
         await asyncio.Event().wait()
 
 
+class IdleHealth(PoolHealth):
+    """No pool duties in the background (the real ones need the database and its lease)."""
+
+    def __init__(self) -> None:
+        pass
+
+    async def run(self) -> None:
+        await asyncio.Event().wait()
+
+    async def aclose(self) -> None:
+        pass
+
+
 @dataclass
 class Rig:
     gw: Gateway
@@ -349,7 +365,7 @@ def rig(snap: Snapshot, accounts: Iterable[Account] = (), upstream: FakeUpstream
     up = upstream or FakeUpstream()
     log = RecordingLog()
     gw = Gateway(options or Options(keepalive_seconds=5.0), api_routes(), pool=pool, upstream=up, log_writer=log,
-                 config=config(snap), limits=limits or Limits(), prober=IdleProber())
+                 config=config(snap), limits=limits or Limits(), prober=IdleProber(), health=IdleHealth())
     return Rig(gw, pool, up, log)
 
 

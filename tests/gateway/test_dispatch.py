@@ -60,9 +60,34 @@ def test_retry_after_given_as_a_date_cools_the_account_down_until_then() -> None
     assert r.pool.disabled[1].cooldown_until == dt.datetime(2099, 10, 21, 7, 28, tzinfo=dt.timezone.utc)
 
 
-def test_a_server_error_goes_back_to_the_client_untried_elsewhere_by_default() -> None:
+def test_a_server_error_and_an_overload_go_to_the_next_account_without_disabling_by_default() -> None:
     r, prov = three_accounts({"sk-one": error_reply(500, "upstream exploded", "server_error"),
-                              "sk-two": json_reply(chat_answer("never asked"))})
+                              "sk-two": error_reply(529, "Overloaded", "overloaded_error", anthropic=True),
+                              "sk-three": json_reply(chat_answer("third"))})
+    ex = exchange("openai_chat", chat_body(), prov)
+    assert run(lambda: dispatch(r.gw, ex)).status_code == 200
+    assert r.upstream.secrets == ["sk-one", "sk-two", "sk-three"] and not r.pool.disabled
+    assert [(a.status, a.verdict, a.tier) for a in ex.record.attempts] == [
+        (500, Verdict.RETRY, "upstream_unavailable"), (529, Verdict.RETRY, "upstream_unavailable"),
+        (200, Verdict.OK, "")]
+
+
+def test_when_every_account_gets_a_server_error_the_client_gets_the_last_one_not_no_accounts() -> None:
+    r, prov = three_accounts({"sk-one": error_reply(503, "unavailable", "server_error"),
+                              "sk-two": error_reply(500, "upstream exploded", "server_error"),
+                              "sk-three": error_reply(529, "Overloaded", "overloaded_error", retry_after="7")})
+    ex = exchange("openai_chat", chat_body(), prov)
+    with pytest.raises(UpstreamFailed) as failed:
+        run(lambda: dispatch(r.gw, ex))
+    assert (failed.value.upstream_status, failed.value.message) == (529, "Overloaded")
+    assert failed.value.headers == {"Retry-After": "7"}
+    assert not r.pool.disabled and len(ex.record.attempts) == 3
+
+
+def test_a_provider_rule_can_send_server_errors_back_to_the_client_untried_elsewhere() -> None:
+    strict = [{"name": "fail_fast", "status": [500], "contains": [], "action": "return", "tier": "fail_fast"}]
+    r, prov = three_accounts({"sk-one": error_reply(500, "upstream exploded", "server_error"),
+                              "sk-two": json_reply(chat_answer("never asked"))}, provider(rules=strict))
     ex = exchange("openai_chat", chat_body(), prov)
     with pytest.raises(UpstreamFailed) as failed:
         run(lambda: dispatch(r.gw, ex))
@@ -71,14 +96,13 @@ def test_a_server_error_goes_back_to_the_client_untried_elsewhere_by_default() -
     assert [a.verdict for a in ex.record.attempts] == [Verdict.RETURN]
 
 
-def test_a_provider_rule_can_retry_server_errors_on_the_next_account_without_disabling() -> None:
-    flaky = [{"name": "flaky", "status": [500, 502], "contains": [], "action": "retry", "tier": "flaky"}]
-    r, prov = three_accounts({"sk-one": error_reply(500, "upstream exploded", "server_error"),
-                              "sk-two": json_reply(chat_answer("second"))}, provider(rules=flaky))
-    ex = exchange("openai_chat", chat_body(), prov)
-    assert run(lambda: dispatch(r.gw, ex)).status_code == 200
-    assert r.upstream.secrets == ["sk-one", "sk-two"] and not r.pool.disabled
-    assert [(a.verdict, a.tier) for a in ex.record.attempts] == [(Verdict.RETRY, "flaky"), (Verdict.OK, "")]
+def test_a_disabled_account_is_scheduled_for_a_test_as_its_rule_says() -> None:
+    r, prov = three_accounts({"sk-one": error_reply(429, "Rate limited", "rate_limit_error"),
+                              "sk-two": error_reply(402, "pay up"),
+                              "sk-three": error_reply(401, "Invalid key", "authentication_error")})
+    with pytest.raises(NoAccounts):
+        run(lambda: dispatch(r.gw, exchange("openai_chat", chat_body(), prov)))
+    assert {pk: d.retest_after for pk, d in r.pool.disabled.items()} == {1: 600, 2: 21600, 3: 3600}
 
 
 def test_insufficient_tokens_moves_on_without_disabling_and_estimated_cost_is_returned() -> None:
@@ -124,7 +148,8 @@ def test_every_account_unreachable_is_upstream_unavailable() -> None:
 
 def test_every_account_exhausted_is_no_accounts_and_each_is_disabled_once() -> None:
     r, prov = three_accounts({s: error_reply(402, "pay up") for s in ("sk-one", "sk-two", "sk-three")})
-    with pytest.raises(NoAccounts):
+    with pytest.raises(NoAccounts):  # not the 402: the pool is what ran out, not the upstream
+
         run(lambda: dispatch(r.gw, exchange("openai_chat", chat_body(), prov)))
     assert sorted(r.pool.disabled) == [1, 2, 3] and r.upstream.secrets == ["sk-one", "sk-two", "sk-three"]
 

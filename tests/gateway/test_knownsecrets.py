@@ -11,6 +11,7 @@ from accounts import secrets
 from accounts.config_file import load
 from accounts.models import Account
 from gateway.app import Gateway
+from gateway.routes import RouteTable
 from gateway.knownsecrets import KnownSecrets
 from gateway.options import Options
 from gateway.state import SnapshotCache
@@ -45,7 +46,7 @@ def test_every_accounts_key_is_known_disabled_ones_too_and_each_is_decrypted_onc
 
 def test_the_log_writer_of_an_app_with_body_logging_removes_them_from_kept_bodies() -> None:
     pool(KEYS)
-    gw = Gateway(Options(log_bodies=True, config_ttl=0))
+    gw = Gateway(Options(log_bodies=True, config_ttl=0), RouteTable([]))
     assert gw.config.known_secrets is not None and gw.log.known_secrets is gw.config.known_secrets
 
     async def read_config() -> Any:
@@ -58,6 +59,6 @@ def test_the_log_writer_of_an_app_with_body_logging_removes_them_from_kept_bodie
 
 
 def test_without_body_logging_no_key_is_read() -> None:
-    gw = Gateway(Options(log_bodies=False))
+    gw = Gateway(Options(log_bodies=False), RouteTable([]))
     assert gw.config.known_secrets is None and gw.log.keep_body("anything") == ""
     assert not SnapshotCache(0).known_secrets

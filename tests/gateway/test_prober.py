@@ -4,6 +4,7 @@ process, through the gateway's own upstream client, on every upstream protocol."
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import threading
 from collections.abc import Iterator
 
@@ -148,3 +149,49 @@ def test_an_unreachable_upstream_is_reported_as_a_network_failure() -> None:
     run_prober()
     acc.refresh_from_db()
     assert acc.probe_ok is False and acc.probe_summary.startswith("network failure")
+
+
+def test_a_scheduled_test_puts_back_an_account_that_answers_again_and_reschedules_one_that_does_not(
+        upstream: ServerThread) -> None:
+    from django.utils import timezone
+
+    from gateway.lease import Lease
+    from gateway.poolhealth import PoolHealth
+
+    healed = account(upstream, "anthropic", "sk-fail-401-healed-c0de", "healed")
+    still_bad = account(upstream, "anthropic", "sk-fail-401-still-bad-beef", "still-bad")
+    for acc in (healed, still_bad):
+        pool.disable_account(acc.pk, rule="auth_invalid", tier="auth_invalid", status_code=401, excerpt="",
+                             retest_after=60)
+    Account.objects.update(retest_at=timezone.now())  # both due
+    upstream.state.healed.add("c0de")  # its key works again
+    leader = PoolHealth(Lease("pool-health", 30, "leader"))
+    try:
+        assert asyncio.run(leader.run_once())
+        assert run_prober() == 2
+    finally:
+        upstream.state.healed.clear()
+    healed.refresh_from_db()
+    still_bad.refresh_from_db()
+    assert (healed.status, healed.probe_summary, healed.retest_at) == (Account.ACTIVE, "OK — account re-enabled", None)
+    assert DisableEvent.objects.get(account=healed).ended_by == "probe"
+    assert still_bad.status == Account.DISABLED and still_bad.probe_summary.startswith("HTTP 401 (auth_invalid)")
+    assert still_bad.retest_interval == 120 and still_bad.retest_at > timezone.now() + dt.timedelta(seconds=100)
+    assert DisableEvent.objects.get(account=still_bad).ended_at is None
+
+
+def test_an_account_disabled_by_hand_is_never_tested_on_a_schedule(upstream: ServerThread) -> None:
+    from django.utils import timezone
+
+    from gateway.lease import Lease
+    from gateway.poolhealth import PoolHealth
+
+    acc = account(upstream, "openai_chat", "sk-probe-good-by-hand", "by-hand")
+    pool.disable_account(acc.pk, rule="auth_invalid", tier="auth_invalid", status_code=401, excerpt="",
+                         retest_after=1)
+    pool.disable_by_hand(acc.pk)
+    Account.objects.filter(pk=acc.pk).update(retest_at=timezone.now())  # as if a schedule were left over
+    assert asyncio.run(PoolHealth(Lease("pool-health", 30, "leader")).run_once())
+    assert run_prober() == 0
+    acc.refresh_from_db()
+    assert acc.status == Account.DISABLED and acc.probed_at is None

@@ -24,7 +24,7 @@ GROWTH = 50 * MB
 
 
 @pytest.fixture(scope="module")
-def own_gateway(django_db_setup: Any, django_db_blocker: Any, mock_upstream: Server) -> Iterator[Server]:
+def bounded_gateway(django_db_setup: Any, django_db_blocker: Any, mock_upstream: Server) -> Iterator[Server]:
     """A gateway of these tests only, so that its memory is theirs."""
 
     with own_gateway(django_db_blocker, {"LOG_LEVEL": "ERROR"}) as server:
@@ -41,7 +41,7 @@ def loose_gateway(django_db_setup: Any, django_db_blocker: Any, mock_upstream: S
 
 
 @pytest.fixture
-def pool(transactional_db: Any, mock_upstream: Server, own_gateway: Server) -> None:
+def pool(transactional_db: Any, mock_upstream: Server, bounded_gateway: Server) -> None:
     load(pool_config(mock_upstream))
     httpx.post(mock_upstream.url + "/_mock/reset")
 
@@ -73,14 +73,14 @@ def stream(server: Server, path: str, body: dict[str, Any], read_per_second: int
 
 
 def test_an_endless_upstream_line_ends_the_stream_in_protocol_without_holding_it(
-        pool: None, own_gateway: Server) -> None:
-    before = peak_rss(own_gateway)
+        pool: None, bounded_gateway: Server) -> None:
+    before = peak_rss(bounded_gateway)
     body = {"model": "up-openai_chat/mock-huge-line-200", "stream": True,
             "messages": [{"role": "user", "content": "hi"}]}
-    out = stream(own_gateway, "/v1/chat/completions", body)
+    out = stream(bounded_gateway, "/v1/chat/completions", body)
     assert out.rstrip().endswith(b"data: [DONE]")
     assert b'"error"' in out and b"upstream" in out
-    assert peak_rss(own_gateway) - before <= GROWTH
+    assert peak_rss(bounded_gateway) - before <= GROWTH
 
 
 @pytest.mark.parametrize("path, body", [
@@ -108,23 +108,23 @@ def test_a_slow_client_holds_the_upstream_back(pool: None, loose_gateway: Server
     ("/v1/chat/completions", {"model": "up-responses/mock-huge-200", "stream": True,
                               "messages": [{"role": "user", "content": "hi"}]}, b"data: [DONE]"),
 ], ids=["chat-to-responses", "chat-to-anthropic", "responses-to-chat"])
-def test_a_huge_translated_answer_is_cut_at_the_bound(pool: None, own_gateway: Server, path: str,
+def test_a_huge_translated_answer_is_cut_at_the_bound(pool: None, bounded_gateway: Server, path: str,
                                                     body: dict[str, Any], ending: bytes) -> None:
-    before = peak_rss(own_gateway)
-    out = stream(own_gateway, path, body)
+    before = peak_rss(bounded_gateway)
+    out = stream(bounded_gateway, path, body)
     end = out.rfind(ending)
     assert end > out.rfind(b"delta")  # the protocol's ending, after the last delta
     assert b"the upstream's answer exceeds" in out[out.rfind(b"delta"):]
     # At the bound on an answer's text (2 Mi characters): the 200 MB answer once became 1 GB.
     assert len(out) < 20 * MB
-    assert peak_rss(own_gateway) - before <= GROWTH
+    assert peak_rss(bounded_gateway) - before <= GROWTH
 
 
-def test_a_huge_json_answer_is_refused_within_the_bound(pool: None, own_gateway: Server) -> None:
-    before = peak_rss(own_gateway)
-    response = httpx.post(own_gateway.url + "/v1/chat/completions", timeout=60,
+def test_a_huge_json_answer_is_refused_within_the_bound(pool: None, bounded_gateway: Server) -> None:
+    before = peak_rss(bounded_gateway)
+    response = httpx.post(bounded_gateway.url + "/v1/chat/completions", timeout=60,
                           headers={"authorization": f"Bearer {CLIENT_KEY}"},
                           json={"model": "up-openai_chat/mock-huge-200",
                                 "messages": [{"role": "user", "content": "hi"}]})
     assert response.status_code in (502, 503) and response.json()["error"]["message"]
-    assert peak_rss(own_gateway) - before <= GROWTH
+    assert peak_rss(bounded_gateway) - before <= GROWTH

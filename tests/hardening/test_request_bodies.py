@@ -33,13 +33,13 @@ BODY_TIMEOUT = 2.0
 
 
 @pytest.fixture(scope="module")
-def own_gateway(django_db_setup: Any, django_db_blocker: Any, mock_upstream: Server) -> Iterator[Server]:
+def body_gateway(django_db_setup: Any, django_db_blocker: Any, mock_upstream: Server) -> Iterator[Server]:
     with own_gateway(django_db_blocker, {"LOG_LEVEL": "ERROR", "GATEWAY_BODY_TIMEOUT": str(BODY_TIMEOUT)}) as server:
         yield server
 
 
 @pytest.fixture
-def pool(transactional_db: Any, mock_upstream: Server, own_gateway: Server) -> None:
+def pool(transactional_db: Any, mock_upstream: Server, body_gateway: Server) -> None:
     load(pool_config(mock_upstream))
 
 
@@ -67,17 +67,17 @@ def chunked_upload(server: Server, path: str, total: int, content_type: str) -> 
 
 
 @pytest.mark.parametrize("path", ["/admin/login/", "/dashboard/", "/static/admin/css/base.css", "/"])
-def test_a_200_mb_page_body_is_refused_before_it_is_read(pool: None, own_gateway: Server, path: str) -> None:
-    before = peak_rss(own_gateway)
-    status, sent = chunked_upload(own_gateway, path, 200 * MB, "application/x-www-form-urlencoded")
+def test_a_200_mb_page_body_is_refused_before_it_is_read(pool: None, body_gateway: Server, path: str) -> None:
+    before = peak_rss(body_gateway)
+    status, sent = chunked_upload(body_gateway, path, 200 * MB, "application/x-www-form-urlencoded")
     assert status == 413
     assert sent < 100 * MB  # refused at the limit, not after the whole body
-    assert peak_rss(own_gateway) - before <= 50 * MB
+    assert peak_rss(body_gateway) - before <= 50 * MB
 
 
 def test_a_declared_length_over_the_page_limit_is_refused_before_any_body_byte(pool: None,
-                                                                              own_gateway: Server) -> None:
-    with socket.create_connection(("127.0.0.1", own_gateway.port)) as sock:
+                                                                              body_gateway: Server) -> None:
+    with socket.create_connection(("127.0.0.1", body_gateway.port)) as sock:
         sock.sendall(f"POST /admin/login/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {200 * MB}\r\n"
                      "Content-Type: application/x-www-form-urlencoded\r\n\r\n".encode())
         status, headers, body = read_answer(sock, timeout=5)
@@ -85,8 +85,8 @@ def test_a_declared_length_over_the_page_limit_is_refused_before_any_body_byte(p
 
 
 @pytest.mark.parametrize("path", [CHAT, "/admin/login/"])
-def test_a_body_trickled_in_is_cut_off_with_408(pool: None, own_gateway: Server, path: str) -> None:
-    with socket.create_connection(("127.0.0.1", own_gateway.port)) as sock:
+def test_a_body_trickled_in_is_cut_off_with_408(pool: None, body_gateway: Server, path: str) -> None:
+    with socket.create_connection(("127.0.0.1", body_gateway.port)) as sock:
         sock.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n"
                      f"Authorization: Bearer {CLIENT_KEY}\r\nContent-Type: application/json\r\n\r\n".encode())
         started = time.monotonic()
@@ -102,8 +102,8 @@ def test_a_body_trickled_in_is_cut_off_with_408(pool: None, own_gateway: Server,
     assert BODY_TIMEOUT <= waited < BODY_TIMEOUT + 3
 
 
-def test_a_head_without_a_body_byte_is_cut_off(pool: None, own_gateway: Server) -> None:
-    with socket.create_connection(("127.0.0.1", own_gateway.port)) as sock:
+def test_a_head_without_a_body_byte_is_cut_off(pool: None, body_gateway: Server) -> None:
+    with socket.create_connection(("127.0.0.1", body_gateway.port)) as sock:
         sock.sendall(f"POST {CHAT} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 50\r\n"
                      f"Authorization: Bearer {CLIENT_KEY}\r\nContent-Type: application/json\r\n\r\n".encode())
         status, headers, body = read_answer(sock, timeout=BODY_TIMEOUT + 5)
@@ -120,8 +120,8 @@ def chat_body() -> bytes:
     ("deflate", zlib.compress),
     ("zstd", lambda b: zstandard.ZstdCompressor(level=3).compress(b)),  # what Codex sends
 ])
-def test_a_compressed_api_body_is_decoded(pool: None, own_gateway: Server, coding: str, encode: Any) -> None:
-    response = httpx.post(own_gateway.url + CHAT, content=encode(chat_body()), timeout=20,
+def test_a_compressed_api_body_is_decoded(pool: None, body_gateway: Server, coding: str, encode: Any) -> None:
+    response = httpx.post(body_gateway.url + CHAT, content=encode(chat_body()), timeout=20,
                           headers={"authorization": f"Bearer {CLIENT_KEY}", "content-type": "application/json",
                                    "content-encoding": coding})
     assert response.status_code == 200, response.text
@@ -132,23 +132,23 @@ def test_a_compressed_api_body_is_decoded(pool: None, own_gateway: Server, codin
     ("gzip", lambda: gzip.compress(b" " * (100 * MB), 9)),
     ("zstd", lambda: zstandard.ZstdCompressor(level=19).compress(b" " * (100 * MB))),
 ])
-def test_a_compression_bomb_is_refused_within_the_limit(pool: None, own_gateway: Server, coding: str,
+def test_a_compression_bomb_is_refused_within_the_limit(pool: None, body_gateway: Server, coding: str,
                                                        bomb: Any) -> None:
     payload = bomb()
     assert len(payload) < 200 * 1024
-    before = peak_rss(own_gateway)
-    response = httpx.post(own_gateway.url + MSGS, content=payload, timeout=20,
+    before = peak_rss(body_gateway)
+    response = httpx.post(body_gateway.url + MSGS, content=payload, timeout=20,
                           headers={"x-api-key": CLIENT_KEY, "content-type": "application/json",
                                    "content-encoding": coding})
     check_error_envelope(MSGS, response.status_code, response.headers, response.content)
     assert response.status_code == 413
-    assert peak_rss(own_gateway) - before <= 50 * MB
+    assert peak_rss(body_gateway) - before <= 50 * MB
 
 
 @pytest.mark.parametrize("coding, status", [("gzip", 400), ("br", 415)])
-def test_a_broken_or_unknown_coding_gets_a_clear_error(pool: None, own_gateway: Server, coding: str,
+def test_a_broken_or_unknown_coding_gets_a_clear_error(pool: None, body_gateway: Server, coding: str,
                                                        status: int) -> None:
-    response = httpx.post(own_gateway.url + CHAT, content=b"not compressed at all", timeout=10,
+    response = httpx.post(body_gateway.url + CHAT, content=b"not compressed at all", timeout=10,
                           headers={"authorization": f"Bearer {CLIENT_KEY}", "content-encoding": coding})
     check_error_envelope(CHAT, response.status_code, response.headers, response.content)
     assert response.status_code == status

@@ -132,3 +132,29 @@ def test_responses_stream_fails_with_rate_limit_before_any_content(http: httpx.C
     client = openai_client(str(http.base_url).rstrip("/"), "sk-fail-stream-error-0001")
     last = list(client.responses.create(model="mock-text", input="hi", stream=True))[-1]
     assert last.type == "response.failed"
+
+
+def test_a_healed_key_answers_as_a_good_one_until_broken_again_or_reset(base_url: str,
+                                                                       http: httpx.Client) -> None:
+    key = "sk-fail-401-heal-7f3a"
+    client = openai_client(base_url, key)
+    with pytest.raises(openai.AuthenticationError):
+        client.chat.completions.create(model="mock-text", messages=MESSAGES)
+    assert http.post("/_mock/heal", json={"key_suffix": "7f3a"}).json() == {"healed": ["7f3a"]}
+    assert client.chat.completions.create(model="mock-text", messages=MESSAGES).choices[0].message.content
+    http.post("/_mock/heal", json={"key_suffix": "7f3a", "healed": False})
+    with pytest.raises(openai.AuthenticationError):
+        client.chat.completions.create(model="mock-text", messages=MESSAGES)
+    http.post("/_mock/heal", json={"key_suffix": "7f3a"})
+    http.post("/_mock/reset")
+    with pytest.raises(openai.AuthenticationError):
+        client.chat.completions.create(model="mock-text", messages=MESSAGES)
+    assert http.post("/_mock/heal", json={"key_suffix": "3a"}).status_code == 400
+
+
+@pytest.mark.parametrize(("key", "retry_after"), [
+    ("sk-fail-429-3s-0001", "3"), ("sk-fail-429-no-retry-after-0001", None), ("sk-fail-429-0001", "30")])
+def test_a_rate_limit_names_the_wait_the_key_asks_for(key: str, retry_after: str | None, base_url: str) -> None:
+    with pytest.raises(openai.RateLimitError) as info:
+        openai_client(base_url, key).chat.completions.create(model="mock-text", messages=MESSAGES)
+    assert info.value.response.headers.get("retry-after") == retry_after
