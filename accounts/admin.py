@@ -21,6 +21,7 @@ from django.utils.cache import add_never_cache_headers
 from django.utils.html import format_html
 
 from . import imports, pool
+from .model_metadata import validate_metadata
 from .models import Account, ApiKey, DisableEvent, ModelAlias, Provider, RequestLog
 from .prices import validate_prices
 from .rules import validate_rules
@@ -294,8 +295,22 @@ class ApiKeyAdmin(admin.ModelAdmin[ApiKey]):
         return response
 
 
+class ModelAliasForm(forms.ModelForm[ModelAlias]):
+    class Meta:
+        model = ModelAlias
+        fields = ["name", "provider", "upstream_model", "priority", "metadata"]
+
+    def clean_metadata(self) -> Any:
+        meta = self.cleaned_data.get("metadata") or {}
+        problems = validate_metadata(meta)
+        if problems:
+            raise forms.ValidationError(problems)
+        return meta
+
+
 @admin.register(ModelAlias)
 class ModelAliasAdmin(admin.ModelAdmin[ModelAlias]):
+    form = ModelAliasForm
     list_display = ["name", "provider", "upstream_model", "priority"]
     list_filter = ["provider"]
     search_fields = ["name", "upstream_model"]

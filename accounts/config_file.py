@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db import transaction
 
+from .model_metadata import validate_metadata
 from .models import PROTOCOL_CHOICES, Account, ApiKey, ModelAlias, Provider
 from .prices import validate_prices
 from .rules import validate_rules
@@ -66,9 +67,12 @@ def load(data: dict[str, Any]) -> LoadReport:
         provider = Provider.objects.filter(name=_require(a, "provider", where)).first()
         if provider is None:
             raise ConfigError(f"{where}: unknown provider '{a['provider']}'")
-        _, created = ModelAlias.objects.update_or_create(
-            name=name, provider=provider,
-            defaults={"upstream_model": a.get("model", "*"), "priority": int(a.get("priority", 0))})
+        defaults: dict[str, Any] = {"upstream_model": a.get("model", "*"), "priority": int(a.get("priority", 0))}
+        if "metadata" in a:
+            if problems := validate_metadata(a["metadata"]):
+                raise ConfigError(f"{where}.metadata: " + "; ".join(problems))
+            defaults["metadata"] = a["metadata"]
+        _, created = ModelAlias.objects.update_or_create(name=name, provider=provider, defaults=defaults)
         report.count("aliases", created)
     for i, k in enumerate(data.get("client_keys", [])):
         where = f"client_keys[{i}]"

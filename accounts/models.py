@@ -140,6 +140,11 @@ class ModelAlias(models.Model):
     provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="aliases")
     upstream_model = models.CharField(max_length=200, help_text='"*" keeps the client\'s model name')
     priority = models.IntegerField(default=0, help_text="Higher wins among matching patterns")
+    metadata = models.JSONField(
+        default=dict, blank=True,
+        help_text='What GET /v1/models tells clients about these models: {"display_name": "…", "context_window": '
+                  '200000, "created_at": "2025-05-14T00:00:00Z"}; Codex CLI reads its own fields too '
+                  '(base_instructions, supported_reasoning_levels, …). See README "Model discovery".')
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["name", "provider"], name="alias_per_provider")]

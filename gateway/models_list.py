@@ -1,4 +1,10 @@
-"""``GET /v1/models``: each provider's models (from its own /models, cached) plus the aliases.
+"""``GET /v1/models``: the models a client key can use, from the aliases, the providers' served
+models and each provider's own /models (cached); ``gateway.model_shapes`` writes them in the
+caller's shape.
+
+A name is listed only when the gateway routes it (``gateway.routing.resolve``): an upstream's
+name that routes nowhere as it is is listed as ``provider/name``, which does. Each entry carries
+the metadata of the alias that routes it.
 
 Each process caches a provider's list for ``GATEWAY_MODELS_CACHE_TTL`` seconds
 (5 minutes), keyed by provider and base URL so a re-pointed provider is fetched
@@ -13,11 +19,13 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from accounts.db import hop
 
-from .routing import listed_models
+from .errors import ModelNotFound
+from .routing import alias_for, resolve
 from .state import ProviderInfo, Snapshot
 from .upstream import NETWORK_ERRORS, UpstreamClient
 
@@ -26,6 +34,13 @@ log = logging.getLogger(__name__)
 FAILURE_TTL = 30.0
 
 _CacheKey = tuple[int, str]
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    id: str
+    owner: str  # the provider the name routes to
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 def _any_secret(provider_id: int) -> str | None:
@@ -74,16 +89,36 @@ class ModelCatalog:
             log.info("provider %s: /models unavailable (%s)", provider.name, type(exc).__name__)
             return [], False
 
-    async def list_models(self, snap: Snapshot, listed: Callable[[str], bool] = lambda model: True) -> dict[str, Any]:
-        """Every model the gateway serves that ``listed`` lets through (the client key's model list)."""
+    async def entries(self, snap: Snapshot, listed: Callable[[str], bool] = lambda model: True) -> list[ModelEntry]:
+        """Every model the gateway routes that ``listed`` lets through (the client key's model list), by id."""
 
-        seen = dict(listed_models(snap))
+        names: list[str] = []
+        for provider in snap.providers.values():
+            names += provider.served_models
+        names += [a.pattern for a in snap.aliases if not a.is_glob and a.provider_id in snap.providers]
         providers = list(snap.providers.values())
         fetched = await asyncio.gather(*(self.upstream_models(p) for p in providers))
-        for provider, names in zip(providers, fetched):
-            for name in names:
-                seen.setdefault(name, provider.name)
-        created = int(time.time())
-        return {"object": "list",
-                "data": [{"id": name, "object": "model", "created": created, "owned_by": owner}
-                         for name, owner in sorted(seen.items()) if listed(name)]}
+        for provider, upstream_names in zip(providers, fetched):
+            for name in upstream_names:
+                names.append(name if _routes(name, snap) else f"{provider.name}/{name}")
+        found = (entry_for(name, snap) for name in dict.fromkeys(names) if listed(name))
+        return sorted((e for e in found if e is not None), key=lambda e: e.id)
+
+
+def _routes(model: str, snap: Snapshot) -> bool:
+    try:
+        resolve(model, snap)
+    except ModelNotFound:
+        return False
+    return True
+
+
+def entry_for(model: str, snap: Snapshot) -> ModelEntry | None:
+    """``model`` as the listing shows it, or None when the gateway does not route it."""
+
+    try:
+        route = resolve(model, snap)
+    except ModelNotFound:
+        return None
+    alias = alias_for(model, snap)
+    return ModelEntry(model, route.provider.name, dict(alias.metadata) if alias else {})

@@ -21,7 +21,9 @@ DEFAULT_ENVELOPE = "openai_chat"
 
 @dataclass(frozen=True)
 class Route:
-    pattern: str  # "/v1/messages"; a segment "{name}" matches one path segment, passed as a keyword
+    # "/v1/messages"; a segment "{name}" matches one path segment, passed as a keyword; a last segment
+    # "{name...}" matches the rest of the path, slashes and all (model ids such as "provider/model").
+    pattern: str
     view: View
     protocol: str | None  # the error envelope; None: not an LLM protocol path (health checks)
     methods: frozenset[str] = frozenset({"POST"})
@@ -59,18 +61,8 @@ class RouteTable:
             return Match(route, {})
         parts = tuple(path.strip("/").split("/"))
         for route in self._patterns:
-            segments = route.segments
-            if len(segments) != len(parts):
-                continue
-            params: dict[str, str] = {}
-            for want, got in zip(segments, parts):
-                if want.startswith("{"):
-                    if not got:
-                        break
-                    params[want[1:-1]] = got
-                elif want != got:
-                    break
-            else:
+            params = _bind(route.segments, parts)
+            if params is not None:
                 return Match(route, params)
         return None
 
@@ -90,3 +82,26 @@ class RouteTable:
             if path == prefix or path.startswith(prefix + "/"):
                 return protocol
         return DEFAULT_ENVELOPE
+
+
+def _bind(segments: tuple[str, ...], parts: tuple[str, ...]) -> dict[str, str] | None:
+    """The path parameters when ``parts`` fit the pattern ``segments``, else None."""
+
+    params: dict[str, str] = {}
+    last = segments[-1]
+    if last.endswith("...}"):  # the rest of the path, one segment or more
+        head = len(segments) - 1
+        if len(parts) <= head or not all(parts[head:]):
+            return None
+        params[last[1:-4]] = "/".join(parts[head:])
+        segments, parts = segments[:head], parts[:head]
+    if len(segments) != len(parts):
+        return None
+    for want, got in zip(segments, parts):
+        if want.startswith("{"):
+            if not got:
+                return None
+            params[want[1:-1]] = got
+        elif want != got:
+            return None
+    return params

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from .errors import ModelNotFound, PermissionDenied
-from .state import KeyInfo, ProviderInfo, Snapshot
+from .state import AliasInfo, KeyInfo, ProviderInfo, Snapshot
 
 # Legacy → current names (SOP "Model Name Mapping").
 LEGACY_NAMES: dict[str, str] = {
@@ -77,27 +77,45 @@ def resolve(model: str, snap: Snapshot) -> Route:
         # Vendor-prefixed names route like the short ones (auto-prefix providers get the prefix back).
         route = _exact_alias(short, snap) or _resolve(LEGACY_NAMES.get(short, short), snap)
     if route is None:
-        raise ModelNotFound(f"The model '{_shown(model)}' does not exist or is not served by this gateway",
+        raise ModelNotFound(f"The model '{shown(model)}' does not exist or is not served by this gateway",
                             param="model")
     return route
 
 
-def _exact_alias(model: str, snap: Snapshot) -> Route | None:
+def _exact(model: str, snap: Snapshot) -> AliasInfo | None:
     for alias in snap.aliases:  # ordered by priority, highest first
         if not alias.is_glob and alias.pattern == model and alias.provider_id in snap.providers:
-            return _route(snap.providers[alias.provider_id], _upstream_name(model, alias.upstream_model))
+            return alias
     return None
 
 
+def _best_glob(model: str, snap: Snapshot) -> AliasInfo | None:
+    globs = [a for a in snap.aliases if a.is_glob and a.provider_id in snap.providers and fnmatchcase(model, a.pattern)]
+    # Priority first; among equals the pattern with the most literal characters is the most specific.
+    return max(globs, key=lambda a: (a.priority, len(a.pattern) - sum(a.pattern.count(c) for c in "*?")),
+               default=None)
+
+
+def alias_for(model: str, snap: Snapshot) -> AliasInfo | None:
+    """The alias that routes ``model`` as asked (an exact one, else the best glob), if any."""
+
+    return _exact(model, snap) or _best_glob(model, snap)
+
+
+def _via(alias: AliasInfo | None, model: str, snap: Snapshot) -> Route | None:
+    if alias is None:
+        return None
+    return _route(snap.providers[alias.provider_id], _upstream_name(model, alias.upstream_model))
+
+
+def _exact_alias(model: str, snap: Snapshot) -> Route | None:
+    return _via(_exact(model, snap), model, snap)
+
+
 def _resolve(model: str, snap: Snapshot) -> Route | None:
-    route = _exact_alias(model, snap)
+    route = _via(alias_for(model, snap), model, snap)
     if route is not None:
         return route
-    globs = [a for a in snap.aliases if a.is_glob and a.provider_id in snap.providers and fnmatchcase(model, a.pattern)]
-    if globs:
-        # Priority first; among equals the pattern with the most literal characters is the most specific.
-        best = max(globs, key=lambda a: (a.priority, len(a.pattern) - sum(a.pattern.count(c) for c in "*?")))
-        return _route(snap.providers[best.provider_id], _upstream_name(model, best.upstream_model))
     for provider in snap.providers.values():
         if model in provider.served_models:
             return Route(provider, model)
@@ -135,23 +153,10 @@ def may_use(key: KeyInfo, model: str) -> bool:
 
 def check_allowed(key: KeyInfo, model: str) -> None:
     if not may_use(key, model):
-        raise PermissionDenied(f"This API key is not allowed to use the model '{_shown(model)}'", param="model")
+        raise PermissionDenied(f"This API key is not allowed to use the model '{shown(model)}'", param="model")
 
 
-def listed_models(snap: Snapshot) -> list[tuple[str, str]]:
-    """(model id, owner) for /v1/models: served models and non-glob aliases, de-duplicated."""
-
-    seen: dict[str, str] = {}
-    for provider in snap.providers.values():
-        for name in provider.served_models:
-            seen.setdefault(name, provider.name)
-    for alias in snap.aliases:
-        if not alias.is_glob and alias.provider_id in snap.providers:
-            seen.setdefault(alias.pattern, snap.providers[alias.provider_id].name)
-    return sorted(seen.items())
-
-
-def _shown(model: str, limit: int = 200) -> str:
+def shown(model: str, limit: int = 200) -> str:
     """A model name as an error message may echo it: a megabyte of name is not repeated back."""
 
     return model if len(model) <= limit else model[:limit] + "…"

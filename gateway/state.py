@@ -56,6 +56,7 @@ class AliasInfo:
     provider_id: int
     upstream_model: str
     priority: int
+    metadata: dict[str, Any] = field(default_factory=dict)  # what /v1/models says of it (accounts.model_metadata)
 
 
 @dataclass
@@ -83,7 +84,7 @@ def _load() -> Snapshot:
         )
     for a in ModelAlias.objects.filter(provider__enabled=True).order_by("-priority", "id"):
         snap.aliases.append(AliasInfo(a.name, any(c in a.name for c in "*?["), a.provider_id,
-                                      a.upstream_model, a.priority))
+                                      a.upstream_model, a.priority, dict(a.metadata or {})))
     for k in ApiKey.objects.filter(active=True):
         snap.keys[k.key_hash] = key_info(k)
     return snap

@@ -23,11 +23,13 @@ from .app import Gateway
 from .auth import authenticate
 from .count_tokens import count_input_tokens
 from .dispatch import Exchange, dispatch
-from .errors import GatewayError, InvalidRequest, NestingTooDeep, status_of, unavailable
+from . import model_shapes
+from .errors import GatewayError, InvalidRequest, ModelNotFound, NestingTooDeep, status_of, unavailable
 from .limits import request_estimate
 from .logrecord import LogRecord
 from .responses import error_response, json_response
-from .routing import check_allowed, may_use, resolve
+from .models_list import entry_for
+from .routing import check_allowed, may_use, resolve, shown
 from .state import KeyInfo
 
 log = logging.getLogger(__name__)
@@ -142,12 +144,36 @@ async def count_tokens(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
 
 
 async def models(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
+    """The models this key can use, in the caller's shape (``gateway.model_shapes``)."""
+
+    anthropic = model_shapes.wants_anthropic(request.META)
     try:
         snap = await gw.config.get()
         key = await authenticate(request, snap, True, gw.config.find_key)
-        return json_response(await gw.models.list_models(snap, lambda model: may_use(key, model)))
+        entries = await gw.models.entries(snap, lambda model: may_use(key, model))
+        if anthropic:
+            return json_response(model_shapes.anthropic_page(entries, request.GET))
+        if model_shapes.wants_codex(request.GET):
+            return json_response(model_shapes.codex_catalog(entries))
+        return json_response(model_shapes.openai_list(entries))
     except GatewayError as err:
-        return error_response("openai_chat", err)
+        return error_response("anthropic" if anthropic else "openai_chat", err)
+
+
+async def model(gw: Gateway, request: HttpRequest, model_id: str) -> HttpResponseBase:
+    """One model this key can use, in the caller's shape; 404 for one it cannot or the gateway does not route."""
+
+    anthropic = model_shapes.wants_anthropic(request.META)
+    try:
+        snap = await gw.config.get()
+        key = await authenticate(request, snap, True, gw.config.find_key)
+        entry = entry_for(model_id, snap) if may_use(key, model_id) else None
+        if entry is None:
+            raise ModelNotFound(f"The model '{shown(model_id)}' does not exist or is not available to this key",
+                                param="model")
+        return json_response(model_shapes.anthropic_model(entry) if anthropic else model_shapes.openai_model(entry))
+    except GatewayError as err:
+        return error_response("anthropic" if anthropic else "openai_chat", err)
 
 
 async def healthz(gw: Gateway, request: HttpRequest) -> HttpResponse:

@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts import pool
-from accounts.models import Account, ApiKey, DisableEvent, Provider, RequestLog
+from accounts.models import Account, ApiKey, DisableEvent, ModelAlias, Provider, RequestLog
 from accounts.secrets import hash_client_key
 from gateway.mockupstream.server import ServerThread
 
@@ -323,6 +323,18 @@ def test_provider_price_table_is_validated(staff: Client) -> None:
     response = staff.post(url, provider_form(provider, prices=json.dumps({"m": {"input": -1, "outptu": 2}})))
     page = text_of(response)
     assert "m: unknown field(s) outptu" in page and "m: input must be a non-negative number" in page
+
+
+def test_an_aliases_model_metadata_is_edited_in_the_admin_and_checked(staff: Client) -> None:
+    provider = make_provider()
+    url = reverse("admin:accounts_modelalias_add")
+    form = {"name": "coder", "provider": str(provider.pk), "upstream_model": "gpt-5", "priority": "0"}
+    bad = text_of(staff.post(url, {**form, "metadata": json.dumps({"context_window": "big", "created_at": "May"})}))
+    assert "context_window&#x27; must be a whole number" in bad and "created_at&#x27; must be an RFC 3339 time" in bad
+    assert not ModelAlias.objects.exists()
+    meta = {"context_window": 128000, "base_instructions": "Be brief.", "supported_reasoning_levels": ["low"]}
+    assert staff.post(url, {**form, "metadata": json.dumps(meta)}).status_code == 302
+    assert ModelAlias.objects.get(name="coder").metadata == meta
 
 
 def test_a_provider_with_500_accounts_links_to_them_and_still_saves(staff: Client) -> None:

@@ -102,3 +102,12 @@ def test_a_provider_can_carry_a_price_table_and_auto_prefix(tmp_path: Path) -> N
 def test_a_bad_price_table_is_refused_with_its_place(tmp_path: Path) -> None:
     with pytest.raises(CommandError, match=r"providers\[0\]\.prices: gpt-5-mini: input must be a non-negative"):
         call_command("loadconfig", write(tmp_path, PRICED.replace("input = 0.25", "input = -1")))
+
+
+def test_an_alias_carries_the_metadata_model_listings_give(tmp_path: Path) -> None:
+    meta = CONFIG.replace('model = "gpt-5-mini"\n\n[[client_keys]]', 'model = "gpt-5-mini"\n'
+                          'metadata = { display_name = "House", context_window = 200000 }\n\n[[client_keys]]')
+    call_command("loadconfig", write(tmp_path, meta))
+    assert ModelAlias.objects.get(name="claude-*").metadata == {"display_name": "House", "context_window": 200000}
+    with pytest.raises(CommandError, match=r"aliases\[0\]\.metadata: 'context_window'"):
+        call_command("loadconfig", write(tmp_path, meta.replace("200000", '"lots"')))

@@ -115,7 +115,10 @@ def claude_code(gateway_url: str, key: str, model: str, prompt: str, tmp: Path) 
 # ------------------------------------------------------------------ Codex CLI
 
 
-def codex_config(gateway_url: str, model: str) -> str:
+def codex_config(gateway_url: str, model: str, catalog: bool = False) -> str:
+    """``catalog``: Codex reads the gateway's model catalog (``GET /v1/models?client_version=…``)."""
+
+    catalog_url = f'model_catalog_url = "{gateway_url}/v1/models"\n' if catalog else ""
     return f"""\
 model = "{model}"
 model_provider = "gateway"
@@ -128,19 +131,19 @@ enabled = false
 name = "gateway"
 base_url = "{gateway_url}/v1"
 wire_api = "responses"
-env_key = "GATEWAY_API_KEY"
+{catalog_url}env_key = "GATEWAY_API_KEY"
 request_max_retries = 0
 stream_max_retries = 0
 """
 
 
-def codex(gateway_url: str, key: str, model: str, prompt: str, tmp: Path) -> Run:
+def codex(gateway_url: str, key: str, model: str, prompt: str, tmp: Path, catalog: bool = False) -> Run:
     """``codex exec`` with the gateway as a custom Responses provider, sandbox and approvals off (a container)."""
 
     home, work = dirs(tmp)
     codex_home = home / ".codex"
     codex_home.mkdir()
-    (codex_home / "config.toml").write_text(codex_config(gateway_url, model))
+    (codex_home / "config.toml").write_text(codex_config(gateway_url, model, catalog))
     env = sealed_env(home, CODEX_HOME=str(codex_home), GATEWAY_API_KEY=key)
     command = [executable("codex"), "exec", "--json", "--strict-config", "--skip-git-repo-check", "--ephemeral",
                "--dangerously-bypass-approvals-and-sandbox", prompt]

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
+from accounts.config_file import load
 from tests.clients import agents
 from tests.clients.conftest import UPSTREAMS, Marker, alias, check_upstream
 from tests.e2e.conftest import CLIENT_KEY
-from tests.servers import Server
+from tests.servers import Server, received, seen
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -50,3 +51,25 @@ def test_codex_runs_exec_command_and_answers_with_what_it_printed(
     answers = items(events, "agent_message")
     assert answers and marker.output in answers[-1]["text"], why
     check_upstream(mock_upstream, why)
+
+
+def test_codex_takes_the_gateways_catalog_entry_for_its_model(
+        agent_pool: Any, gateway: Server, mock_upstream: Server, marker: Marker, tmp_path: Path) -> None:
+    """With ``model_catalog_url``, Codex reads GET /v1/models?client_version=…: it finds metadata for the
+    alias (no "Model metadata … not found") and works with the instructions the alias gives."""
+
+    instructions = f"You are the gateway's house agent {marker.output}. Run what the user asks."
+    load({"aliases": [{"name": alias("responses"), "provider": "up-responses", "model": "mock-shell",
+                       "metadata": {"base_instructions": instructions, "context_window": 64000,
+                                    "display_name": "House shell"}}]})
+    seen(gateway)
+    run = agents.codex(gateway.url, CLIENT_KEY, alias("responses"), marker.prompt, tmp_path, catalog=True)
+    why = run.transcript()
+    assert run.returncode == 0, why
+    warnings = [i for i in items(run.events, "error") if i.get("message", "").startswith(NO_METADATA)]
+    assert warnings == [] and failures(run.events) == [], why
+    assert "failed to refresh available models" not in run.stderr, why
+    commands = items(run.events, "command_execution")
+    assert len(commands) == 1 and commands[0]["aggregated_output"].strip() == marker.output, why
+    first = received(mock_upstream)[0]["body"]
+    assert instructions in str(first), why  # Codex sent the catalog's instructions in place of its own

@@ -178,4 +178,5 @@ def test_models_list_in_openai_format(pool: Any, gateway: Server) -> None:
     models = clients.openai_client(gateway.url, CLIENT_KEY).models.list()
     ids = [m.id for m in models.data]
     assert len(ids) == len(set(ids))
-    assert "mock-text" in ids  # from the upstreams' own /models
+    # from the upstreams' own /models; with no alias, a name routes only as provider/name, so it is listed so
+    assert "up-openai_chat/mock-text" in ids and "mock-text" not in ids

@@ -124,6 +124,7 @@ def test_models_list_has_upstream_models_and_exact_aliases_once_each(gateway: Se
     page = clients.openai_client(gateway.url, CLIENT_KEY).models.list()
     ids = [m.id for m in page.data]
     assert len(ids) == len(set(ids)) and ids == sorted(ids)
-    assert {"mock-text", "mock-tool", "mock-reasoning", "house-model", "anthropic/claude-haiku-4-5"} <= set(ids)
+    assert {"mock-text", "mock-tool", "house-model", "anthropic/claude-haiku-4-5"} <= set(ids)
+    assert "router/mock-reasoning" in ids and "mock-reasoning" not in ids  # upstream's own name, routed by provider
     assert not any("*" in i for i in ids)
     assert all(m.object == "model" and m.owned_by == "router" for m in page.data)

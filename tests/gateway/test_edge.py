@@ -79,6 +79,19 @@ def test_a_route_matches_its_exact_path_and_a_pattern_passes_its_segments() -> N
     assert table.match("/v1/files/a/b/content") is None and table.match("/v1/messages/extra") is None
 
 
+def test_a_rest_of_path_parameter_takes_every_segment_after_its_prefix() -> None:
+    table = RouteTable([Route("/v1/models", _view, "openai_chat", frozenset({"GET"})),
+                        Route("/v1/models/{model_id...}", _view, "openai_chat", frozenset({"GET"}))])
+    plain = table.match("/v1/models/gpt-5")
+    assert plain is not None and plain.params == {"model_id": "gpt-5"}
+    nested = table.match("/v1/models/router/anthropic/claude-haiku-4-5")
+    assert nested is not None and nested.params == {"model_id": "router/anthropic/claude-haiku-4-5"}
+    listing = table.match("/v1/models")
+    assert listing is not None and listing.params == {}
+    assert table.match("/v1/models/a//b") is None  # an empty segment is no part of an id
+    assert table.envelope("/v1/models/x") == "openai_chat"
+
+
 def test_paths_under_v1_and_the_health_checks_are_the_apis_and_nothing_else_is() -> None:
     table = api_routes()
     assert all(table.is_api(p) for p in ("/v1/chat/completions", "/v1/anything/at/all", "/healthz", "/readyz"))

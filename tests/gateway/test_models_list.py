@@ -134,16 +134,26 @@ def test_a_repointed_provider_is_fetched_afresh(mock: Upstream, clock: list[floa
     assert mock.fetches == 2
 
 
-def test_the_list_merges_upstream_models_served_models_and_exact_aliases_once_each(
+def test_the_list_has_each_routed_name_once_under_the_provider_it_routes_to(
         mock: Upstream, clock: list[float], models_list: ModelCatalog, client: UpstreamClient) -> None:
     a = provider(mock.server.url, 1, "a", served=("mock-text", "house-model"))
-    b = provider("http://127.0.0.1:9", 2, "b")  # nothing listens: contributes only its configured names
+    b = provider("http://127.0.0.1:9", 2, "b", served=("house-model",))  # nothing listens: only its configured names
     snap = Snapshot(providers={1: a, 2: b}, aliases=[
-        AliasInfo("fast", False, 2, "mock-text", 0), AliasInfo("claude-*", True, 1, "*", 0)])
-    listing = run(models_list.list_models(snap), client)
-    ids = [m["id"] for m in listing["data"]]
-    assert listing["object"] == "list" and ids == sorted(set(ids))
-    assert {"mock-text", "mock-tool", "house-model", "fast"} <= set(ids) and "claude-*" not in ids
-    owners = {m["id"]: m["owned_by"] for m in listing["data"]}
-    assert owners["fast"] == "b" and owners["mock-tool"] == "a"
-    assert all(m["object"] == "model" and isinstance(m["created"], int) for m in listing["data"])
+        AliasInfo("fast", False, 2, "mock-text", 0, {"display_name": "Fast"}), AliasInfo("claude-*", True, 1, "*", 0),
+        AliasInfo("mock-text", False, 2, "*", 0)])
+    entries = run(models_list.entries(snap), client)
+    ids = [e.id for e in entries]
+    assert ids == sorted(set(ids)) and not any("*" in i for i in ids)
+    owners = {e.id: e.owner for e in entries}
+    # the exact alias takes mock-text to b, though a serves it too; house-model goes to the first server
+    assert owners["fast"] == "b" and owners["mock-text"] == "b" and owners["house-model"] == "a"
+    # an upstream's own name that routes nowhere as it is is listed as the provider route that reaches it
+    assert "mock-tool" not in ids and owners["a/mock-tool"] == "a"
+    assert {e.id: e.metadata for e in entries}["fast"] == {"display_name": "Fast"}
+
+
+def test_the_key_filter_sees_the_listed_id(mock: Upstream, clock: list[float], models_list: ModelCatalog,
+        client: UpstreamClient) -> None:
+    snap = Snapshot(providers={1: provider(mock.server.url, 1, "a", served=("mock-text",))})
+    entries = run(models_list.entries(snap, lambda model: "/" not in model), client)
+    assert [e.id for e in entries] == ["mock-text"]

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gateway.errors import ModelNotFound, PermissionDenied
-from gateway.routing import check_allowed, listed_models, may_use, pattern_matches, resolve, vendor_prefixed
+from gateway.routing import check_allowed, may_use, pattern_matches, resolve, vendor_prefixed
 from gateway.state import AliasInfo, KeyInfo, ProviderInfo, Snapshot
 from translation.ir import UpstreamCaps
 
@@ -167,13 +167,6 @@ def test_a_key_restricted_to_names_without_a_slash_cannot_reach_provider_routes(
     with pytest.raises(PermissionDenied):
         check_allowed(key("acc-*"), "acc-chat/anything-expensive")
     check_allowed(key("acc-*"), "acc-chat-2")
-
-
-def test_listed_models_are_served_models_and_exact_aliases_once_each() -> None:
-    snap = snapshot([provider(1, "a", served=("m1", "m2")), provider(2, "b", served=("m2",))],
-                    [alias("m1", 2), alias("fast", 2, "m2"), alias("claude-*", 1)])
-    listed: list[Any] = listed_models(snap)
-    assert listed == [("fast", "b"), ("m1", "a"), ("m2", "a")]
 
 
 def test_a_vendor_prefixed_name_routes_like_its_short_name() -> None:
