@@ -42,7 +42,7 @@ from .targets import (PACED_MODEL, ROUTES, SHORT, SINGLE_ACCOUNT_PROVIDER, STREA
 
 PG_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 PG_BENCH_DB = "bench_gateway"
-SECTIONS = ["latency", "throughput", "streams", "paced", "hold", "multiproc", "servers", "passthrough"]
+SECTIONS = ["latency", "throughput", "streams", "paced", "hold", "multiproc", "servers", "passthrough", "spool"]
 EXTRA_SECTIONS = ["profile", "profile_stream", "profile_passthrough"]
 
 
@@ -521,7 +521,47 @@ def passthrough(stack: Stack, plan: Plan) -> dict[str, Any]:
         stack.procs.stop(relay)
 
 
-MEASURES = {"latency": latency, "throughput": throughput, "streams": streams, "paced": paced, "hold": hold,
+def spool(stack: Stack, plan: Plan) -> dict[str, Any]:
+    """What the log spool costs: chat→chat JSON at c=16, the same gateway with and without it.
+
+    The spool is one ``write`` per finished request (the record, before anything else), so a
+    SIGKILL loses no row; the question is its share of throughput. The spool-less gateway has its
+    own SQLite file so that the two never share a writer; they take turns in ``plan.slices`` slices.
+    """
+
+    urls = {name: f"sqlite:///{stack.workdir / (name + '.sqlite3')}" for name in ("spool", "no-spool")}
+    for url in urls.values():
+        prepare_database(stack.procs, stack.workdir, url, stack.mock.url)
+    with_spool = stack.procs.gateway("gateway-spool", {**gateway_env(urls["spool"]),
+                                                       "GATEWAY_LOG_SPOOL_DIR": str(stack.workdir / "spool")})
+    without = stack.procs.gateway("gateway-no-spool", {**gateway_env(urls["no-spool"]), "GATEWAY_LOG_SPOOL_DIR": ""})
+    try:
+        route = ROUTES[0]
+        assert with_spool.port and without.port
+        named = {"with spool": gateway_target(route, with_spool.port, TEXT_MODEL, False),
+                 "without spool": gateway_target(route, without.port, TEXT_MODEL, False)}
+        parts: dict[str, list[dict[str, Any]]] = {name: [] for name in named}
+        order = list(named.items())
+        for k in range(plan.slices * 2):
+            for name, tgt in (order if k % 2 == 0 else order[::-1]):
+                pid = with_spool.pid if name == "with spool" else without.pid
+                res = closed_loop(stack, [tgt], 16, plan, duration=plan.duration / plan.slices,
+                                  pids={**stack.pids(), "gateway": pid})
+                res["server"] = "gateway"
+                parts[name].append(res)
+        runs = {name: _combine(p) for name, p in parts.items()}
+    finally:
+        stack.procs.stop(without)
+        stack.procs.stop(with_spool)
+    share = _ratio(runs["with spool"]["rps"], runs["without spool"]["rps"])
+    print(f"   with spool {runs['with spool']['rps']:,.0f}/s, without {runs['without spool']['rps']:,.0f}/s: "
+          f"{share} of the spool-less rate")
+    return {"route": route.name, "concurrency": 16, "with_spool_rps": runs["with spool"]["rps"],
+            "without_spool_rps": runs["without spool"]["rps"], "ratio": share,
+            "cpu_ms_per_request": {n: r["server_cpu_ms_per_request"] for n, r in runs.items()}}
+
+
+MEASURES = {"spool": spool, "latency": latency, "throughput": throughput, "streams": streams, "paced": paced, "hold": hold,
             "multiproc": multiproc, "profile": profile, "profile_stream": profile_stream, "profile_passthrough": profile_passthrough, "servers": servers,
             "passthrough": passthrough}
 

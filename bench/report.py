@@ -224,6 +224,9 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     if "worst_ms" in d:
         check(f"slowest dashboard page, {d.get('rows', 0):,} request-log rows", d["worst_ms"],
               d.get("target_ms", 300.0), False, "ms")
+    sp = g.get("spool", {})
+    if "ratio" in sp:
+        check("throughput with the log spool, of without it (c=16)", sp["ratio"], 0.98, True, "×")
     m = g.get("multiproc", {})
     if "ratio" in m:
         check("two processes on PostgreSQL vs one (c=64)", m["ratio"], 1.8, True, "×")
