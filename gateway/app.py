@@ -30,6 +30,7 @@ from accounts.models import Account, Provider
 from .limits import Limits
 from .models_list import ModelCatalog
 from .lease import Lease
+from .metrics import AccountsCollector, RequestMetrics
 from .options import Options
 from .poolhealth import LEASE_NAME, PoolHealth
 from .prober import Prober
@@ -71,9 +72,12 @@ class Gateway:
                                        reserve_output_tokens=options.reserve_output_tokens)
         self.config = config or SnapshotCache(options.config_ttl,
                                               known_secrets=KnownSecrets() if options.log_bodies else None)
+        self.metrics = RequestMetrics(lambda: self.config.latest.providers)
+        self.metrics_collectors = (AccountsCollector(),)  # read at each scrape, on a worker thread
         self.log = log_writer or LogWriter(options.log_batch_seconds, sinks,
                                            options.log_body_limit if options.log_bodies else None, spool,
-                                           known_secrets=self.config.known_secrets)
+                                           known_secrets=self.config.known_secrets,
+                                           observers=[self.metrics.observe])
         self.models = ModelCatalog(self.upstream, options.models_cache_ttl)
         self.streams = OpenStreams()
         self.prober = prober or Prober(self.config, self.upstream, options.probe_interval)

@@ -38,6 +38,8 @@ class Options:
     probe_interval: float = 5.0
     lease_ttl: float = 10.0
     redis_url: str = ""
+    # GATEWAY_METRICS_TOKEN: /metrics wants it as a bearer token; "" answers /metrics 404. Kept out of repr.
+    metrics_token: str = dataclasses.field(default="", repr=False)
     database_vendor: str = "sqlite"  # "sqlite" | "postgresql": which pool the app builds
 
     @classmethod
@@ -67,6 +69,7 @@ class Options:
             probe_interval=settings.GATEWAY_PROBE_INTERVAL,
             lease_ttl=settings.GATEWAY_LEASE_TTL,
             redis_url=settings.REDIS_URL,
+            metrics_token=settings.GATEWAY_METRICS_TOKEN,
             database_vendor="postgresql" if engine.endswith("postgresql") else "sqlite",
         )
 
