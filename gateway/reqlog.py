@@ -7,7 +7,8 @@ memory. A writer thread drains the queue in batches: one
 INSERT (executemany) for the log rows, one counter UPDATE per account and client key
 in the batch (an account counts each of its uses, failed attempts included:
 ``accounts.outcomes.account_uses``), whatever the writer's sinks add in the same transaction (the
-dashboard's usage buckets), then a dashboard broadcast. The app object flushes
+dashboard's usage buckets), then a dashboard broadcast. Observers (the Prometheus metrics) see
+each record as it is submitted, on the request's thread. The app object flushes
 it when the gateway stops and at interpreter exit, so a clean shutdown loses no
 buffered row.
 

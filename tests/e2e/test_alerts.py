@@ -158,3 +158,31 @@ def test_a_dead_webhook_does_not_slow_a_request(alerting: Server, mock_upstream:
         assert Delivery.objects.filter(status=Delivery.PENDING).exists()
     finally:
         silent.close()
+
+
+def test_a_key_over_its_token_budget_is_alerted_once_a_period(alerting: Server, mock_upstream: Server,
+                                                              receiver: Receiver) -> None:
+    Webhook.objects.create(name="budgets", url=receiver.url, on_account_disabled=False, on_provider_low=False)
+    key = f"gw-budget-{uuid.uuid4().hex}"
+    config = pool_config(mock_upstream)
+    config["client_keys"].append({"name": "small-budget", "key": key, "daily_token_limit": 5})
+    load(config)
+    client = openai.OpenAI(base_url=alerting.url + "/v1", api_key=key, max_retries=0)
+    # The first request is admitted under the limit and spends past it; those after it are refused.
+    client.chat.completions.create(model="up-openai_chat/mock-text", messages=MSGS)
+    refused = 0
+    for _ in range(10):
+        try:
+            client.chat.completions.create(model="up-openai_chat/mock-text", messages=MSGS)
+        except openai.RateLimitError:
+            refused += 1
+            if refused == 3:
+                break
+        time.sleep(0.1)
+    assert refused == 3
+    [alert] = receiver.wait_for(1)
+    assert alert["event"] == "budget_reached"
+    assert (alert["client_key"], alert["unit"], alert["limit"]) == ("small-budget", "tokens", 5)
+    time.sleep(2.5)
+    assert len(receiver.bodies) == 1
+    assert key not in json.dumps(receiver.bodies)
