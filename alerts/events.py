@@ -48,29 +48,34 @@ def enqueue(alerts: Iterable[Alert]) -> None:
 
 
 def account_disabled(event: Any) -> list[Alert]:
-    """The alerts of a new ``accounts.models.DisableEvent``: the account (not for a cool-down or a
-    hand's disable: ops did that), and its provider if it is now short of active accounts."""
+    """The alerts of a new ``accounts.models.DisableEvent`` (none for a cool-down): the account (not
+    when disabled by hand: ops did that), and its provider if it is now short of usable accounts
+    (active or cooling down)."""
 
     from accounts.models import Account, DisableEvent
 
     account = Account.objects.select_related("provider").get(pk=event.account_id)
     provider = account.provider
+    if event.cooldown_until is not None:
+        return []  # a cool-down ends by itself: the account still counts as the provider's
     alerts = []
-    if event.cooldown_until is None and event.rule != "manual":
+    if event.rule != "manual":
         status = f"HTTP {event.status_code}" if event.status_code else "no answer"
         alerts.append(Alert(
             ACCOUNT_DISABLED, f"account_disabled:{event.pk}",
             f"Account {account.label} of provider {provider.name} disabled: {status} ({event.tier or event.rule}).",
             {"provider": provider.name, "account": account.label, "account_id": account.pk,
              "status_code": event.status_code, "rule": event.rule, "tier": event.tier, "disable_event_id": event.pk}))
-    active = Account.objects.filter(provider=provider, status=Account.ACTIVE).count()
-    # An episode ends when an account of the provider comes back: the next shortage is a new alert.
-    back = DisableEvent.objects.filter(account__provider=provider).aggregate(at=Max("ended_at"))["at"]
+    usable = Account.objects.filter(provider=provider, status__in=(Account.ACTIVE, Account.COOLING)).count()
+    # A shortage lasts until an account of the provider is put back (by hand or a probe): the next
+    # one is a new alert, the disables in between are not.
+    back = (DisableEvent.objects.filter(account__provider=provider, ended_by__in=("hand", "probe"))
+            .aggregate(at=Max("ended_at"))["at"])
     episode = int(back.timestamp()) if isinstance(back, dt.datetime) else 0
     alerts.append(Alert(
         PROVIDER_LOW, f"provider_low:{provider.pk}:{episode}",
-        f"Provider {provider.name} has {active} active account(s) left.",
-        {"provider": provider.name, "active_accounts": active}, min_active_below=active))
+        f"Provider {provider.name} has {usable} usable account(s) left.",
+        {"provider": provider.name, "usable_accounts": usable}, min_active_below=usable))
     return alerts
 
 

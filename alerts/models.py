@@ -21,9 +21,10 @@ class Webhook(models.Model):
     format = models.CharField(max_length=10, choices=FORMATS, default=JSON)
     enabled = models.BooleanField(default=True)
     on_account_disabled = models.BooleanField("account disabled", default=True)
-    on_provider_low = models.BooleanField("provider under its minimum of active accounts", default=True)
+    on_provider_low = models.BooleanField("provider under its minimum of usable accounts", default=True)
     min_active_accounts = models.PositiveIntegerField(
-        default=1, help_text="Alert when a disable leaves a provider with fewer active accounts than this.")
+        default=1, help_text="Alert when a disable leaves a provider with fewer usable (active or cooling down) "
+                             "accounts than this.")
     on_budget = models.BooleanField("client key budget reached", default=True)
 
     class Meta:

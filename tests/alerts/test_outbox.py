@@ -84,3 +84,26 @@ def test_slack_gets_only_the_text() -> None:
     payload = budget_reached("team", "tokens", 100, "today (UTC)", "s").payload()
     assert delivery.body(Webhook.SLACK, payload) == {"text": payload["text"]}
     assert delivery.body(Webhook.JSON, payload)["client_key"] == "team"
+
+
+def test_a_provider_short_of_accounts_is_alerted_once_until_one_is_put_back() -> None:
+    Webhook.objects.create(name="low", url="http://127.0.0.1:1/a", on_account_disabled=False, min_active_accounts=2)
+    first = an_account("first")
+    provider = Provider.objects.get()
+    second, third = (Account.objects.create(provider=provider, label=label) for label in ("second", "third"))
+
+    def low_alerts() -> list[int]:
+        return [d.payload["usable_accounts"] for d in Delivery.objects.order_by("id")]
+
+    pool.disable_account(first.pk, rule="r", tier="t", status_code=429, excerpt="",
+                         cooldown_until=dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=30))
+    assert low_alerts() == []  # cooling down: still the provider's
+    pool.disable_account(second.pk, rule="r", tier="t", status_code=401, excerpt="")
+    assert low_alerts() == []  # two usable: the first (cooling) and the third
+    pool.disable_account(third.pk, rule="r", tier="t", status_code=401, excerpt="")
+    assert low_alerts() == [1]
+    pool.disable_by_hand(first.pk)
+    assert low_alerts() == [1]  # fewer still, but the same shortage
+    pool.enable_account(second.pk)
+    pool.disable_account(second.pk, rule="r", tier="t", status_code=401, excerpt="")
+    assert low_alerts() == [1, 0]  # put back, then out again: a new one

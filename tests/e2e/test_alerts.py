@@ -137,7 +137,7 @@ def test_a_provider_left_without_active_accounts_is_alerted(alerting: Server, mo
     disable_one_account(alerting, mock_upstream, f"sk-fail-401-{uuid.uuid4().hex[:6]}")
     [alert] = receiver.wait_for(1)
     assert alert["event"] == "provider_low"
-    assert (alert["provider"], alert["active_accounts"]) == ("up-openai_chat", 1)
+    assert (alert["provider"], alert["usable_accounts"]) == ("up-openai_chat", 1)
 
 
 def test_a_dead_webhook_does_not_slow_a_request(alerting: Server, mock_upstream: Server) -> None:
