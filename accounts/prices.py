@@ -30,7 +30,13 @@ def cost(prices: dict[str, Any] | None, model: str, input_tokens: int, output_to
          cached_tokens: int) -> Decimal | None:
     """USD for one request, or None when the table has no price for the model."""
 
-    price = price_for(prices, model)
+    return cost_at(price_for(prices, model), input_tokens, output_tokens, cached_tokens)
+
+
+def cost_at(price: dict[str, Any] | None, input_tokens: int, output_tokens: int,
+            cached_tokens: int) -> Decimal | None:
+    """USD for one request at one model's price (``price_for``'s answer), None without a price."""
+
     if not isinstance(price, dict):
         return None
     rate_in = _decimal(price.get("input"))

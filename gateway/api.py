@@ -22,4 +22,5 @@ def api_routes() -> RouteTable:
         Route("/v1/models/{model_id...}", views.model, "openai_chat", GET),
         Route("/healthz", views.healthz, None, GET, served_when_stopping=True),
         Route("/readyz", views.readyz, None, GET),
+        Route("/metrics", views.metrics, None, GET),
     ])

@@ -6,8 +6,8 @@ pool, the upstream client, the log writer, the options) to the dispatch loop.
 Nothing on the request path is a module singleton, so a test builds its own app
 with fakes (``Gateway(options, pool=FakePool(), upstream=FakeUpstream())``; tests/gateway/fakes.py).
 
-Background work (the account prober, the pool's health duties, the limits'
-leases) starts with the first connection the server hands the app, on the server's event loop: neither uvicorn (lifespan off)
+Background work (the account prober, the pool's health duties, the limits' leases, the alerts'
+delivery) starts with the first connection the server hands the app, on the server's event loop: neither uvicorn (lifespan off)
 nor Daphne tells the app when it starts.
 """
 
@@ -24,12 +24,15 @@ from django.db.models.signals import post_delete, post_save
 from django.utils.module_loading import import_string
 
 from accounts import pool as pool_state
+from alerts import delivery as alert_delivery
+from alerts.events import budget_reached
 from accounts.db import hop
 from accounts.models import Account, Provider
 
 from .limits import Limits
 from .models_list import ModelCatalog
 from .lease import Lease
+from .metrics import AccountsCollector, RequestMetrics
 from .options import Options
 from .poolhealth import LEASE_NAME, PoolHealth
 from .prober import Prober
@@ -71,13 +74,20 @@ class Gateway:
                                        reserve_output_tokens=options.reserve_output_tokens)
         self.config = config or SnapshotCache(options.config_ttl,
                                               known_secrets=KnownSecrets() if options.log_bodies else None)
+        self.metrics = RequestMetrics(lambda: self.config.latest.providers)
+        self.metrics_collectors = (AccountsCollector(),)  # read at each scrape, on a worker thread
         self.log = log_writer or LogWriter(options.log_batch_seconds, sinks,
                                            options.log_body_limit if options.log_bodies else None, spool,
-                                           known_secrets=self.config.known_secrets)
+                                           known_secrets=self.config.known_secrets,
+                                           observers=[self.metrics.observe])
         self.models = ModelCatalog(self.upstream, options.models_cache_ttl)
         self.streams = OpenStreams()
         self.prober = prober or Prober(self.config, self.upstream, options.probe_interval)
         self.health = health or PoolHealth(Lease(LEASE_NAME, options.lease_ttl), self.prober.wake)
+        self.alerts = alert_delivery.AlertWorker(Lease(alert_delivery.LEASE_NAME, options.lease_ttl),
+                                                 retry_base=options.alert_retry_seconds, timeout=options.alert_timeout)
+        self.limits.budget_refused = lambda key, budget, scope: self.alerts.note(
+            budget_reached(key.name, budget.unit, budget.limit, budget.period.phrase, scope))
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 
@@ -100,6 +110,7 @@ class Gateway:
         self._tasks.append(loop.create_task(self.prober.run(), name="account-prober"))
         self._tasks.append(loop.create_task(self.health.run(), name="pool-health"))
         self._tasks.append(loop.create_task(self.limits.run(), name="limit-leases"))
+        self._tasks.append(loop.create_task(self.alerts.run(), name="alert-delivery"))
 
     def flush(self) -> None:
         """Write what is held back (log rows, pool stamps) and close the spool: when stopping, from a thread."""
@@ -118,6 +129,7 @@ class Gateway:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
         await self.health.aclose()
+        await self.alerts.aclose()
         await hop(self.flush)
         await self.upstream.aclose()
         await self.pool.aclose()

@@ -38,6 +38,10 @@ class Options:
     probe_interval: float = 5.0
     lease_ttl: float = 10.0
     redis_url: str = ""
+    # GATEWAY_METRICS_TOKEN: /metrics wants it as a bearer token; "" answers /metrics 404. Kept out of repr.
+    metrics_token: str = dataclasses.field(default="", repr=False)
+    alert_retry_seconds: float = 10.0
+    alert_timeout: float = 10.0
     database_vendor: str = "sqlite"  # "sqlite" | "postgresql": which pool the app builds
 
     @classmethod
@@ -67,6 +71,9 @@ class Options:
             probe_interval=settings.GATEWAY_PROBE_INTERVAL,
             lease_ttl=settings.GATEWAY_LEASE_TTL,
             redis_url=settings.REDIS_URL,
+            metrics_token=settings.GATEWAY_METRICS_TOKEN,
+            alert_retry_seconds=settings.GATEWAY_ALERT_RETRY_SECONDS,
+            alert_timeout=settings.GATEWAY_ALERT_TIMEOUT,
             database_vendor="postgresql" if engine.endswith("postgresql") else "sqlite",
         )
 

@@ -7,7 +7,8 @@ memory. A writer thread drains the queue in batches: one
 INSERT (executemany) for the log rows, one counter UPDATE per account and client key
 in the batch (an account counts each of its uses, failed attempts included:
 ``accounts.outcomes.account_uses``), whatever the writer's sinks add in the same transaction (the
-dashboard's usage buckets), then a dashboard broadcast. The app object flushes
+dashboard's usage buckets), then a dashboard broadcast. Observers (the Prometheus metrics) see
+each record as it is submitted, on the request's thread. The app object flushes
 it when the gateway stops and at interpreter exit, so a clean shutdown loses no
 buffered row.
 
@@ -60,17 +61,22 @@ COUNTERS = ("requests", "errors", "input_tokens", "output_tokens", "cached_token
 
 # Called inside the writer's transaction with each batch (the dashboard's usage rollup).
 Sink = Callable[[Sequence[LogRecord]], None]
+# Called with each record as it is submitted, on the request's own thread (the Prometheus metrics):
+# it must take microseconds and never touch the database.
+Observer = Callable[[LogRecord], None]
 
 
 class LogWriter:
     def __init__(self, batch_seconds: float = 1.0, sinks: Sequence[Sink] = (),
                  body_limit: int | None = None, spool: Spool | None = None,
-                 memory_bound: int = MEMORY_BOUND, known_secrets: KnownSecrets | None = None) -> None:
+                 memory_bound: int = MEMORY_BOUND, known_secrets: KnownSecrets | None = None,
+                 observers: Sequence[Observer] = ()) -> None:
         """``body_limit``: with body logging on, the characters of a body kept; None keeps none.
         ``known_secrets``: the upstream keys removed from kept bodies (the configuration keeps it current)."""
 
         self.batch_seconds = batch_seconds
         self.sinks = tuple(sinks)
+        self.observers = tuple(observers)
         self.body_limit = body_limit
         self.spool = spool
         self.memory_bound = memory_bound
@@ -88,6 +94,11 @@ class LogWriter:
         return capped(text, self.body_limit, known.current if known is not None else ())
 
     def submit(self, record: LogRecord) -> None:
+        for observe in self.observers:
+            try:
+                observe(record)
+            except Exception:  # noqa: BLE001 - a metric must never cost a request its log row
+                log.exception("request-log observer %r failed on %s", observe, record.request_id)
         segment = self.spool.append(record) if self.spool is not None else -1
         if self._queue.qsize() < self.memory_bound:
             self._queue.put((record, segment))

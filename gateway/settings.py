@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "accounts",
     "gateway",
     "dashboard",
+    "alerts",
 ]
 
 MIDDLEWARE = [
@@ -182,4 +183,11 @@ GATEWAY_MAX_PAGE_BODY_BYTES = env.int("GATEWAY_MAX_PAGE_BODY_BYTES", default=10 
 DATA_UPLOAD_MAX_MEMORY_SIZE = min(GATEWAY_MAX_PAGE_BODY_BYTES, 2_621_440)
 # Seconds a request body may take, plus one for every 64 KB that arrives (gateway.bodylimit).
 GATEWAY_BODY_TIMEOUT = env.float("GATEWAY_BODY_TIMEOUT", default=30.0)
+# The bearer token a Prometheus scrape of /metrics must send; empty (the default): /metrics answers 404.
+# With PROMETHEUS_MULTIPROC_DIR set (several processes), any process's /metrics sums them all (gateway.metrics).
+GATEWAY_METRICS_TOKEN = env("GATEWAY_METRICS_TOKEN", default="")
+# Alerts to webhooks (the alerts app): seconds before a failed delivery is tried again (then doubling,
+# up to an hour; 8 tries), and the most one POST may take.
+GATEWAY_ALERT_RETRY_SECONDS = env.float("GATEWAY_ALERT_RETRY_SECONDS", default=10.0)
+GATEWAY_ALERT_TIMEOUT = env.float("GATEWAY_ALERT_TIMEOUT", default=10.0)
 WHITENOISE_USE_FINDERS = True  # admin and dashboard assets are served even before collectstatic

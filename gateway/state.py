@@ -37,6 +37,7 @@ class ProviderInfo:
     anthropic_version: str
     rules: list[dict[str, Any]]
     auto_prefix: bool = False  # the upstream wants vendor-prefixed model names (see routing)
+    prices: dict[str, Any] = field(default_factory=dict)  # USD per million tokens (accounts.prices)
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ def _load() -> Snapshot:
                               structured_output=p.accepts_structured_output,
                               adaptive_thinking=p.accepts_adaptive_thinking),
             anthropic_version=p.anthropic_version, rules=list(p.rules or []), auto_prefix=p.auto_prefix,
+            prices=dict(p.prices or {}),
         )
     for a in ModelAlias.objects.filter(provider__enabled=True).order_by("-priority", "id"):
         snap.aliases.append(AliasInfo(a.name, any(c in a.name for c in "*?["), a.provider_id,
@@ -123,6 +125,12 @@ class SnapshotCache:
 
     async def get(self) -> Snapshot:
         await self._refresh.ensure(self._ttl)
+        return self._snap
+
+    @property
+    def latest(self) -> Snapshot:
+        """The snapshot held now, without re-reading (for code that may not wait: the metrics)."""
+
         return self._snap
 
     async def find_key(self, key_hash: str) -> KeyInfo | None:

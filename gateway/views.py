@@ -7,11 +7,13 @@ route table (``gateway.routes``) says which view serves which path.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 from typing import Any
 
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from accounts.db import DatabaseUnavailable, hop
 from accounts.outcomes import ErrorClass
@@ -174,6 +176,24 @@ async def model(gw: Gateway, request: HttpRequest, model_id: str) -> HttpRespons
         return json_response(model_shapes.anthropic_model(entry) if anthropic else model_shapes.openai_model(entry))
     except GatewayError as err:
         return error_response("anthropic" if anthropic else "openai_chat", err)
+
+
+async def metrics(gw: Gateway, request: HttpRequest) -> HttpResponse:
+    """The Prometheus scrape (``gateway.metrics``): 404 while no token is set, 401 without it."""
+
+    token = gw.options.metrics_token
+    if not token:
+        return HttpResponse(b"Not found\n", status=404, content_type="text/plain")
+    scheme, _, sent = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(sent.strip().encode(), token.encode()):
+        refused = HttpResponse(b"Unauthorized\n", status=401, content_type="text/plain")
+        refused["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return refused
+    try:
+        body = await hop(gw.metrics.exposition, gw.metrics_collectors)
+    except DatabaseUnavailable:
+        body = gw.metrics.exposition()  # this process's figures still; the accounts wait for the database
+    return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)
 
 
 async def healthz(gw: Gateway, request: HttpRequest) -> HttpResponse:

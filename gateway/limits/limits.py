@@ -98,6 +98,9 @@ class Limits:
         # Weakly held: a hold dropped without being settled (a bug) stops being renewed and lapses.
         self._live: weakref.WeakSet[Hold] = weakref.WeakSet()
         self._tasks: set[asyncio.Task[None]] = set()
+        # Told (key, budget, the period's counter name) when a budget refuses a request: the app's
+        # alerts. It must not wait: it runs on the request path.
+        self.budget_refused: Callable[[KeyInfo, Budget, str], None] = lambda key, budget, scope: None
 
     async def _on(self, op: Callable[[Store], Awaitable[T]]) -> tuple[Store, T]:
         """``op`` on Redis when it can be asked, else on this process's store."""
@@ -164,6 +167,7 @@ class Limits:
         store, granted = await self._on(
             lambda s: s.reserve(scope, member, amount, budget.limit, logged, self.lease, keep))
         if not granted.ok:
+            self.budget_refused(key, budget, scope)
             raise over_budget(budget, granted, now, end)
         hold.leases.append(Lease(store, scope, member, budget))
 
