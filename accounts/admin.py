@@ -257,7 +257,7 @@ class ApiKeyForm(forms.ModelForm[ApiKey]):
     class Meta:
         model = ApiKey
         fields = ["name", "allowed_models", "active", "rate_limit_per_minute", "daily_token_limit",
-                  "max_concurrent_requests"]
+                  "max_concurrent_requests", *ApiKey.USD_BUDGETS]
 
     def clean_allowed_models(self) -> Any:
         allowed = self.cleaned_data.get("allowed_models") or []

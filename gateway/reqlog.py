@@ -312,10 +312,18 @@ def _scrub(rec: LogRecord) -> None:
 def request_costs(batch: list[LogRecord], tables: dict[int, Any]) -> list[Decimal | None]:
     """Each record's cost from its provider's price table (``tables``: provider id → prices)."""
 
+    return [request_cost(r, tables[r.provider_id]) if r.provider_id in tables else None for r in batch]
+
+
+def request_cost(record: LogRecord, prices: dict[str, Any] | None) -> Decimal | None:
+    """What a request cost by ``prices`` (its provider's table): answered requests only, as the log prices them
+    (the request log's cost, the balance and the USD budgets all go by this)."""
+
     from accounts.prices import cost
 
-    return [cost(tables.get(r.provider_id), r.model_sent, r.input_tokens, r.output_tokens, r.cached_tokens)
-            if r.provider_id in tables and 200 <= r.status < 300 else None for r in batch]
+    if not 200 <= record.status < 300:
+        return None
+    return cost(prices, record.model_sent, record.input_tokens, record.output_tokens, record.cached_tokens)
 
 
 def _present(model: Any, ids: set[int | None], column: str = "") -> dict[int, Any]:
