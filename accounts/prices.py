@@ -51,7 +51,13 @@ def micro_dollars(usd: Decimal | int | float) -> int:
 def dollars(micros: int) -> str:
     """"$5.00", "$0.0042": cents always, more places only when the amount has them."""
 
-    text = f"{Decimal(micros) / 1_000_000:.6f}".rstrip("0")
+    return usd_text(Decimal(micros) / 1_000_000)
+
+
+def usd_text(usd: Decimal) -> str:
+    """$1,234.50, $0.0042: cents always, up to six places (messages and the dashboard show money alike)."""
+
+    text = f"{usd:,.6f}".rstrip("0")
     whole, _, frac = text.partition(".")
     return f"${whole}.{frac.ljust(2, '0')}"
 

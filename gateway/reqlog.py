@@ -255,6 +255,7 @@ class LogWriter:
         costs = request_costs(batch, _price_tables(prices))
         spent: dict[int, Decimal] = defaultdict(Decimal)
         for r, cost in zip(batch, costs):
+            r.cost = cost  # for the sinks (the spend buckets)
             if cost and r.account_id is not None:
                 spent[r.account_id] += cost
         per_account: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
