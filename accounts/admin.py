@@ -269,7 +269,8 @@ class ApiKeyForm(forms.ModelForm[ApiKey]):
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin[ApiKey]):
     form = ApiKeyForm
-    list_display = ["name", "key_hint", "active", "requests", "errors", "input_tokens", "output_tokens", "created_at"]
+    list_display = ["name", "key_hint", "active", "requests", "errors", "input_tokens", "output_tokens",
+                    "usd_budget_day", "usd_budget_month", "created_at"]
     list_filter = ["active"]
     search_fields = ["name", "key_hint"]
     readonly_fields = ["key_hint", "requests", "errors", "input_tokens", "output_tokens", "created_at"]

@@ -170,3 +170,18 @@ def test_spend_csv_per_key_model_and_provider(staff_client: Client, traffic: dic
     assert Decimal(providers["up-chat"]["cost_usd"]) == Decimal("2.021")
     assert Decimal(providers["up-other"]["cost_usd"]) == Decimal("1")
     assert staff_client.get(reverse("dashboard:spend_csv") + "?by=nonsense").status_code == 400
+
+
+def test_rebuilding_the_spend_buckets_from_the_log_gives_what_the_writer_added(traffic: dict[str, Any]) -> None:
+    from accounts.models import RequestLog
+    from dashboard import spend
+    from dashboard.models import SpendBucket
+
+    def buckets() -> list[tuple[Any, ...]]:
+        return sorted(SpendBucket.objects.values_list("start", "client_key_id", "provider_id", "model", "requests",
+                                                      "errors", "input_tokens", "output_tokens", "cost_nanos"))
+
+    written = buckets()
+    assert sum(b[-1] for b in written) == 3_028_000_000  # $3.028 in nano-dollars: every request, priced
+    assert spend.rebuild(RequestLog) == 7
+    assert buckets() == written
