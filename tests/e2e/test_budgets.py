@@ -26,6 +26,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 PRICES = {"mock-*": {"input": 1000, "output": 1000}}
 CHAT_MODEL = "up-openai_chat/mock-text"
 MESSAGES_MODEL = "up-anthropic/mock-text"
+RESPONSES_MODEL = "up-responses/mock-text"
 
 
 def budget_key(mock: Server, **budgets: str) -> str:
@@ -74,6 +75,24 @@ def test_a_key_is_served_until_its_daily_usd_budget_is_spent_then_gets_429(
     assert body["error"]["type"] == "rate_limit_error"
     assert body["error"]["message"].startswith("The daily USD budget of $0.01 for this key is spent")
     assert int(messages_refused.value.response.headers["retry-after"]) > 60
+    # And the Responses API, in its own envelope.
+    with pytest.raises(openai.RateLimitError) as responses_refused:
+        clients.openai_client(gateway.url, key).responses.create(model=RESPONSES_MODEL, input="hi")
+    assert isinstance(responses_refused.value.body, dict)
+    assert responses_refused.value.body["message"].startswith("The daily USD budget of $0.01 for this key is spent")
+
+
+def test_a_streamed_answer_is_charged_to_the_budget_when_its_stream_ends(pool: Any, gateway: Server,
+                                                                        mock_upstream: Server) -> None:
+    key = budget_key(mock_upstream, usd_budget_day="0.001")
+    seen(gateway)
+    client = clients.openai_client(gateway.url, key)
+    chunks = list(client.chat.completions.create(model=CHAT_MODEL, messages=[{"role": "user", "content": "hi"}],
+                                                 stream=True, stream_options={"include_usage": True}))
+    assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens > 1  # priced above $0.001
+    time.sleep(0.2)  # the stream's settle runs after its last byte
+    with pytest.raises(openai.RateLimitError, match="daily USD budget of \\$0.001 for this key is spent"):
+        client.chat.completions.create(model=CHAT_MODEL, messages=[{"role": "user", "content": "hi"}])
 
 
 def test_other_keys_and_unlimited_periods_are_not_held_back(pool: Any, gateway: Server,
