@@ -22,7 +22,6 @@ from accounts.models import RequestLog
 
 from . import logsearch, spendstats, stats
 from .security import staff_page
-from .spendviews import key_rows, named, provider_names
 
 CHUNK = 2000
 REQUEST_COLUMNS = ("created_at", "request_id", "client_key", "client_protocol", "upstream_protocol", "provider",
@@ -94,11 +93,11 @@ def spend_csv(request: HttpRequest) -> HttpResponse:
     window = stats.window_from(request.GET.get("window"))
     by = request.GET.get("by", "key")
     if by == "model":
-        rows = named(spendstats.by(window, "model"), {})
+        rows = spendstats.named(spendstats.by(window, "model"), {})
     elif by == "provider":
-        rows = named(spendstats.by(window, "provider"), provider_names())
+        rows = spendstats.named(spendstats.by(window, "provider"), spendstats.provider_names())
     elif by == "key":
-        rows = key_rows(window, "cost")
+        rows = spendstats.key_rows(window, "cost")
     else:
         return HttpResponse("by must be key, model or provider", status=400, content_type="text/plain; charset=utf-8")
     lines = [(by, "window", *SPEND_COLUMNS)] + [

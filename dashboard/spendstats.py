@@ -14,6 +14,8 @@ from typing import Any
 
 from django.db.models import F, Sum
 
+from accounts.models import ApiKey, Provider
+
 from .models import SpendBucket
 from .spend import usd
 from .stats import Window, window_start
@@ -79,3 +81,39 @@ def series(window: Window, key_id: int) -> list[dict[str, float]]:
         points.append({"t": t, "requests": s.requests, "errors": s.errors, "tokens": s.tokens,
                        "cost": float(s.cost)})
     return points
+
+
+# Sort keys of the client-key list: what a column sorts by, largest first (the name A to Z).
+SORTS = {"cost": "cost_nanos", "tokens": "tokens", "requests": "requests", "errors": "errors", "name": "name"}
+DEFAULT_SORT = "cost"
+
+
+def key_rows(window: Window, sort: str) -> list[dict[str, Any]]:
+    """Every client key with its spend in the window (keys deleted since: one row of their own), sorted."""
+
+    spent = by(window, "key")
+    rows: list[dict[str, Any]] = [{"key": k, "name": k.name, "spend": spent.pop(k.pk, Spend())}
+                                  for k in ApiKey.objects.order_by("name")]
+    gone = Spend()
+    for spend in spent.values():  # id 0 (no key: refused before authentication) or a deleted key
+        for f in FIELDS:
+            setattr(gone, f, getattr(gone, f) + getattr(spend, f))
+    if gone.requests:
+        rows.append({"key": None, "name": "(no key or a deleted key)", "spend": gone})
+    attr = SORTS[sort]
+    if attr == "name":
+        rows.sort(key=lambda r: str(r["name"]).lower())
+    else:
+        rows.sort(key=lambda r: getattr(r["spend"], attr), reverse=True)
+    return rows
+
+
+def named(spent: dict[Any, Spend], names: dict[Any, str]) -> list[dict[str, Any]]:
+    """Rows for a spend table, each named (a model is its own name), most spent first."""
+
+    return sorted(({"name": names.get(ident) or str(ident or "—"), "spend": s} for ident, s in spent.items()),
+                  key=lambda r: (-r["spend"].cost_nanos, -r["spend"].requests, r["name"]))
+
+
+def provider_names() -> dict[Any, str]:
+    return {0: "(none: refused before dispatch)", **dict(Provider.objects.values_list("id", "name"))}

@@ -12,6 +12,7 @@ import orjson
 from django.utils import timezone
 
 from accounts.outcomes import ErrorClass, Verdict
+from accounts.prices import cost
 
 
 @dataclass
@@ -51,6 +52,15 @@ class LogRecord:
     response_body: str = ""
     created_at: Any = field(default_factory=timezone.now)
     cost: Decimal | None = None  # USD: set by the log writer when it prices the row (gateway.reqlog)
+
+
+def request_cost(record: LogRecord, prices: dict[str, Any] | None) -> Decimal | None:
+    """What a request cost by ``prices`` (its provider's table): answered requests only, as the log prices them
+    (the request log's cost, the balance and the USD budgets all go by this)."""
+
+    if not 200 <= record.status < 300:
+        return None
+    return cost(prices, record.model_sent, record.input_tokens, record.output_tokens, record.cached_tokens)
 
 
 def _decimal(value: Any) -> str:

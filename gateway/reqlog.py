@@ -40,7 +40,7 @@ from accounts.db import checked_connections
 from accounts.outcomes import Use, account_uses, request_failed
 from accounts.redact import redact
 
-from .logrecord import Attempt, LogRecord
+from .logrecord import Attempt, LogRecord, request_cost
 
 if TYPE_CHECKING:
     from accounts.redact import SecretSet
@@ -314,17 +314,6 @@ def request_costs(batch: list[LogRecord], tables: dict[int, Any]) -> list[Decima
     """Each record's cost from its provider's price table (``tables``: provider id → prices)."""
 
     return [request_cost(r, tables[r.provider_id]) if r.provider_id in tables else None for r in batch]
-
-
-def request_cost(record: LogRecord, prices: dict[str, Any] | None) -> Decimal | None:
-    """What a request cost by ``prices`` (its provider's table): answered requests only, as the log prices them
-    (the request log's cost, the balance and the USD budgets all go by this)."""
-
-    from accounts.prices import cost
-
-    if not 200 <= record.status < 300:
-        return None
-    return cost(prices, record.model_sent, record.input_tokens, record.output_tokens, record.cached_tokens)
 
 
 def _present(model: Any, ids: set[int | None], column: str = "") -> dict[int, Any]:

@@ -1,12 +1,12 @@
 """What a key may spend per period, and what the request log says it has spent.
 
 A :class:`Budget` is one such limit: a unit (tokens, or USD counted in
-micro-dollars, so that every amount is an integer Redis can ``INCRBY``), a limit, a :class:`Period`, how a finished request is measured in
-that unit, and how the log is summed for a key since a time. Budgets are
-counted in fixed periods that every process computes alike from the clock (the
-UTC day, a 5-hour block since the epoch, the ISO week, the calendar month), so
-the period's start names its counters: a sliding window could not be one
-counter.
+micro-dollars, so that every amount is an integer Redis can ``INCRBY``), a
+limit, a :class:`Period`, how a finished request is measured in that unit, and
+how the log is summed for a key since a time. Budgets are counted in fixed
+periods that every process computes alike from the clock (the UTC day, a 5-hour
+block since the epoch, the ISO week, the calendar month), so the period's start
+names its counters: a sliding window could not be one counter.
 """
 
 from __future__ import annotations
@@ -16,17 +16,15 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db import DatabaseError
 
 from accounts.db import DatabaseUnavailable, hop
 from accounts.prices import dollars, micro_dollars
 
+from ..logrecord import LogRecord, request_cost
 from ..state import KeyInfo
-
-if TYPE_CHECKING:
-    from ..logrecord import LogRecord
 
 log = logging.getLogger(__name__)
 
@@ -117,8 +115,6 @@ def usd_of(prices: dict[str, Any] | None) -> Callable[[LogRecord], int]:
     """What a finished request cost in micro-dollars, by the price table of the provider it was sent to."""
 
     def measure(record: LogRecord) -> int:
-        from ..reqlog import request_cost
-
         spent = request_cost(record, prices)
         return micro_dollars(spent) if spent else 0
 
