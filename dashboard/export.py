@@ -1,15 +1,16 @@
 """CSV downloads: the request log as filtered on its page, and spend per key, model or provider.
 
 The log may hold ten million rows, so its export is streamed: an asynchronous iterator (Django
-consumes a synchronous one whole before sending it under ASGI) that reads one keyset page at a time
-(``logsearch.page``, newest first) on a worker thread and writes it as CSV. No bodies, attempt
-errors or key hints go out: nothing that could carry a secret. Text a client chose (a model name)
+consumes a synchronous one whole before sending it under ASGI) that reads one keyset page at a
+time (newest first, cut by ``logsearch.older_than``) on a worker thread and writes it as CSV.
+No bodies, attempt errors or key hints go out: nothing that could carry a secret. Text a client chose (a model name)
 is written so that a spreadsheet does not run it as a formula.
 """
 
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
@@ -24,10 +25,6 @@ from . import logsearch, spendstats, stats
 from .security import staff_page
 
 CHUNK = 2000
-REQUEST_COLUMNS = ("created_at", "request_id", "client_key", "client_protocol", "upstream_protocol", "provider",
-                   "account", "model_requested", "model_sent", "stream", "status", "error_class", "attempts",
-                   "latency_ms", "ttfb_ms", "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens",
-                   "finish_reason", "cost_usd")
 SPEND_COLUMNS = ("requests", "errors", "input_tokens", "output_tokens", "cost_usd")
 
 
@@ -45,26 +42,37 @@ def csv_text(rows: Iterable[Sequence[Any]]) -> bytes:
     return out.getvalue().encode()
 
 
-def request_cells(r: RequestLog) -> tuple[Any, ...]:
-    return (r.created_at.isoformat(), r.request_id, r.client_key_name, r.client_protocol, r.upstream_protocol,
-            r.provider.name if r.provider else "", r.account.label if r.account else "", r.model_requested,
-            r.model_sent, r.stream, r.status, r.error_class, r.attempt_count, r.latency_ms, r.ttfb_ms,
-            r.input_tokens, r.output_tokens, r.cached_tokens, r.reasoning_tokens, r.finish_reason,
-            "" if r.cost is None else r.cost)
+# (column in the CSV, what is read from the log): plain values, no model instances (a third of the time).
+REQUEST_FIELDS = (
+    ("created_at", "created_at"), ("request_id", "request_id"), ("client_key", "client_key_name"),
+    ("client_protocol", "client_protocol"), ("upstream_protocol", "upstream_protocol"),
+    ("provider", "provider__name"), ("account", "account__label"), ("model_requested", "model_requested"),
+    ("model_sent", "model_sent"), ("stream", "stream"), ("status", "status"), ("error_class", "error_class"),
+    ("attempts", "attempt_count"), ("latency_ms", "latency_ms"), ("ttfb_ms", "ttfb_ms"),
+    ("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"), ("cached_tokens", "cached_tokens"),
+    ("reasoning_tokens", "reasoning_tokens"), ("finish_reason", "finish_reason"), ("cost_usd", "cost"),
+)
+REQUEST_COLUMNS = tuple(column for column, _ in REQUEST_FIELDS)
 
 
-def _chunk(qs: QuerySet[RequestLog], cursor: str | None) -> tuple[bytes, str | None]:
-    page = logsearch.page(qs.defer("request_body", "response_body", "attempts"), cursor, CHUNK)
-    return csv_text(request_cells(r) for r in page.rows), page.next_cursor
+def _chunk(qs: QuerySet[RequestLog], after: tuple[dt.datetime, int] | None
+           ) -> tuple[bytes, tuple[dt.datetime, int] | None]:
+    """One chunk of the filtered log as CSV, and where the next one starts (None: this was the last)."""
+
+    if after is not None:
+        qs = logsearch.older_than(qs, *after)
+    rows = list(qs.order_by("-created_at", "-id").values_list("id", *(name for _, name in REQUEST_FIELDS))[:CHUNK])
+    cells = [(row[1].isoformat(), *("" if v is None else v for v in row[2:])) for row in rows]
+    return csv_text(cells), ((rows[-1][1], rows[-1][0]) if len(rows) == CHUNK else None)
 
 
 async def request_lines(qs: QuerySet[RequestLog]) -> AsyncIterator[bytes]:
     yield csv_text([REQUEST_COLUMNS])
-    cursor: str | None = None
+    after: tuple[dt.datetime, int] | None = None
     while True:
-        text, cursor = await hop(_chunk, qs, cursor)
+        text, after = await hop(_chunk, qs, after)
         yield text
-        if cursor is None:
+        if after is None:
             return
 
 

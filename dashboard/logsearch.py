@@ -99,12 +99,17 @@ def decode_cursor(cursor: str | None) -> tuple[dt.datetime, int] | None:
         return None
 
 
+def older_than(qs: QuerySet[RequestLog], at: dt.datetime, pk: int) -> QuerySet[RequestLog]:
+    """The rows after (``at``, ``pk``) in the log's newest-first order."""
+
+    # "<= at" is the index range; the rows sharing the timestamp are cut by id.
+    return qs.filter(created_at__lte=at).exclude(created_at=at, id__gte=pk)
+
+
 def page(qs: QuerySet[RequestLog], cursor: str | None, size: int = PAGE_SIZE) -> Page:
     after = decode_cursor(cursor)
     if after is not None:
-        at, pk = after
-        # "<= at" is the index range; the rows sharing the timestamp are cut by id.
-        qs = qs.filter(created_at__lte=at).exclude(created_at=at, id__gte=pk)
+        qs = older_than(qs, *after)
     rows = list(qs.select_related("account", "provider").order_by("-created_at", "-id")[: size + 1])
     more = len(rows) > size
     rows = rows[:size]
