@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from django.db import connections, router
+from django.db.models import Sum
 
 from accounts.outcomes import request_failed
 
@@ -44,6 +45,15 @@ def nanos(usd: Decimal | None) -> int:
 
 def usd(nanos_: int | None) -> Decimal:
     return Decimal(nanos_ or 0) / NANOS
+
+
+def spent_since(key_id: int, since: dt.datetime) -> Decimal:
+    """What a client key spent since a time (a budget period's start: whole five-minute buckets), for the
+    floor under its USD budgets (``GATEWAY_USD_SPENT``)."""
+
+    nanos_ = SpendBucket.objects.filter(client_key_id=key_id, start__gte=bucket_of(since)).aggregate(
+        spent=Sum("cost_nanos"))["spent"]
+    return usd(nanos_)
 
 
 def fold(rows: Iterable[SpendRow]) -> dict[tuple[int, int, int, str], list[int]]:

@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from django.db import DatabaseError
@@ -101,14 +102,25 @@ def tokens_logged(key_id: int, since: dt.datetime) -> int:
     return int(total or 0)
 
 
-def usd_logged(key_id: int, since: dt.datetime) -> int:
+# What a key spent in USD since a time (sync): the request log's sum by default, or a rollup's.
+UsdSpent = Callable[[int, dt.datetime], Decimal]
+
+
+def usd_logged(key_id: int, since: dt.datetime) -> Decimal:
     from django.db.models import Sum
 
     from accounts.models import RequestLog
 
     total = RequestLog.objects.filter(client_key_id=key_id, created_at__gte=since).aggregate(
         spent=Sum("cost"))["spent"]
-    return micro_dollars(total) if total else 0
+    return total or Decimal(0)
+
+
+def in_micro_dollars(spent: UsdSpent) -> Callable[[int, dt.datetime], int]:
+    def logged(key_id: int, since: dt.datetime) -> int:
+        return micro_dollars(spent(key_id, since))
+
+    return logged
 
 
 def usd_of(prices: dict[str, Any] | None) -> Callable[[LogRecord], int]:
@@ -121,15 +133,17 @@ def usd_of(prices: dict[str, Any] | None) -> Callable[[LogRecord], int]:
     return measure
 
 
-def budgets_of(key: KeyInfo, prices: dict[str, Any] | None = None) -> list[Budget]:
-    """The key's budgets: the daily token limit, then its USD budgets (``prices``: the route's provider's)."""
+def budgets_of(key: KeyInfo, prices: dict[str, Any] | None = None, spent: UsdSpent | None = None) -> list[Budget]:
+    """The key's budgets: the daily token limit, then its USD budgets (``prices``: the route's provider's;
+    ``spent``: where the floor of what the key spent is read, the request log by default)."""
 
     budgets = []
     if key.daily_token_limit is not None:
         budgets.append(Budget("tokens", key.daily_token_limit, DAY, tokens_of, tokens_logged))
-    measure = usd_of(prices)
-    for period, limit in key.usd_budgets:
-        budgets.append(Budget(USD, limit, PERIODS[period], measure, usd_logged))
+    if key.usd_budgets:
+        measure, logged = usd_of(prices), in_micro_dollars(spent or usd_logged)
+        for period, limit in key.usd_budgets:
+            budgets.append(Budget(USD, limit, PERIODS[period], measure, logged))
     return budgets
 
 

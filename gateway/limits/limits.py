@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..errors import RateLimited
 from ..state import KeyInfo
 from .breaker import Breaker
-from .budgets import USD, Budget, LogUsage, budgets_of
+from .budgets import USD, Budget, LogUsage, UsdSpent, budgets_of
 from .store import Granted, LocalStore, RedisStore, SharedUnavailable, Store
 
 if TYPE_CHECKING:
@@ -88,10 +88,15 @@ class Hold:
 class Limits:
     def __init__(self, redis_url: str = "", token_usage_ttl: float = 5.0, *,
                  reserve_output_tokens: int = 4096, lease: float = LEASE_SECONDS,
-                 breaker: Breaker | None = None, clock: Callable[[], float] = time.time) -> None:
+                 breaker: Breaker | None = None, clock: Callable[[], float] = time.time,
+                 usd_spent: UsdSpent | None = None) -> None:
+        """``usd_spent``: what a key spent in USD since a time (sync), the floor under its USD budgets;
+        None sums the request log."""
+
         self.local = LocalStore()
         self.shared = RedisStore(redis_url, breaker) if redis_url else None
         self.usage = LogUsage(token_usage_ttl)
+        self.usd_spent = usd_spent
         self.reserve_output_tokens = reserve_output_tokens
         self.lease = lease
         self._clock = clock
@@ -134,7 +139,7 @@ class Limits:
 
         hold = Hold(self, request_id)
         cap = key.max_concurrent_requests
-        budgets = budgets_of(key, prices)
+        budgets = budgets_of(key, prices, self.usd_spent)
         if cap is None and not budgets:
             return hold
         try:

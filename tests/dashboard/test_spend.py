@@ -185,3 +185,28 @@ def test_rebuilding_the_spend_buckets_from_the_log_gives_what_the_writer_added(t
     assert sum(b[-1] for b in written) == 3_028_000_000  # $3.028 in nano-dollars: every request, priced
     assert spend.rebuild(RequestLog) == 7
     assert buckets() == written
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_keys_usd_budget_is_kept_from_the_spend_buckets_as_from_the_log(traffic: dict[str, Any]) -> None:
+    import asyncio
+
+    from dashboard.spend import spent_since
+    from gateway.errors import RateLimited
+    from gateway.limits import Limits
+    from gateway.limits.budgets import usd_logged
+    from gateway.state import key_info
+
+    b = traffic["b"]
+    midnight = dt.datetime.combine(dt.datetime.now(dt.timezone.utc).date(), dt.time(), dt.timezone.utc)
+    assert spent_since(b.pk, midnight) == usd_logged(b.pk, midnight) == Decimal(3)
+    ApiKey.objects.filter(pk=b.pk).update(usd_budget_day=Decimal("3"))
+    b.refresh_from_db()
+
+    async def refused() -> str:
+        limits = Limits(usd_spent=spent_since)
+        with pytest.raises(RateLimited) as over:
+            await limits.admit(key_info(b), "r", lambda budget: 0, PRICES)
+        return over.value.message
+
+    assert asyncio.run(refused()).startswith("The daily USD budget of $3.00 for this key is spent")
