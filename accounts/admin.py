@@ -258,7 +258,7 @@ class ApiKeyForm(forms.ModelForm[ApiKey]):
     class Meta:
         model = ApiKey
         fields = ["name", "allowed_models", "active", "rate_limit_per_minute", "daily_token_limit",
-                  "max_concurrent_requests"]
+                  "max_concurrent_requests", *ApiKey.USD_BUDGETS]
 
     def clean_allowed_models(self) -> Any:
         allowed = self.cleaned_data.get("allowed_models") or []
@@ -270,7 +270,8 @@ class ApiKeyForm(forms.ModelForm[ApiKey]):
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin[ApiKey]):
     form = ApiKeyForm
-    list_display = ["name", "key_hint", "active", "requests", "errors", "input_tokens", "output_tokens", "created_at"]
+    list_display = ["name", "key_hint", "active", "requests", "errors", "input_tokens", "output_tokens",
+                    "usd_budget_day", "usd_budget_month", "created_at"]
     list_filter = ["active"]
     search_fields = ["name", "key_hint"]
     readonly_fields = ["key_hint", "requests", "errors", "input_tokens", "output_tokens", "created_at"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import tomllib
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -84,9 +84,22 @@ def load(data: dict[str, Any]) -> LoadReport:
                                      "rate_limit_per_minute": k.get("rate_limit_per_minute"),
                                      "daily_token_limit": k.get("daily_token_limit"),
                                      "max_concurrent_requests": k.get("max_concurrent_requests"),
+                                     **{f: _usd(k.get(f), f"{where}.{f}") for f in ApiKey.USD_BUDGETS},
                                      "active": bool(k.get("active", True))})
         report.count("client_keys", created)
     return report
+
+
+def _usd(value: Any, where: str) -> Decimal | None:
+    if value is None:
+        return None
+    try:
+        usd = Decimal(str(value))
+    except InvalidOperation:
+        usd = Decimal(-1)
+    if isinstance(value, bool) or not usd.is_finite() or usd < 0:
+        raise ConfigError(f"{where}: must be a non-negative amount of USD")
+    return usd
 
 
 def _load_provider(p: dict[str, Any], where: str, report: LoadReport) -> None:

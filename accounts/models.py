@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
 
@@ -125,7 +126,19 @@ class ApiKey(UsageCounters):
     daily_token_limit = models.BigIntegerField(null=True, blank=True)
     max_concurrent_requests = models.PositiveIntegerField(
         null=True, blank=True, help_text="Requests in flight at once, across gateway processes; empty: no cap")
+    # USD this key may spend per period (UTC: the 5-hour block since the epoch, the day, the ISO week, the
+    # calendar month), across gateway processes; priced by the providers' price tables. Empty: no budget.
+    usd_budget_5h = models.DecimalField("USD budget per 5 hours", max_digits=14, decimal_places=6,
+                                        null=True, blank=True, validators=[MinValueValidator(0)])
+    usd_budget_day = models.DecimalField("USD budget per day", max_digits=14, decimal_places=6,
+                                         null=True, blank=True, validators=[MinValueValidator(0)])
+    usd_budget_week = models.DecimalField("USD budget per week", max_digits=14, decimal_places=6,
+                                          null=True, blank=True, validators=[MinValueValidator(0)])
+    usd_budget_month = models.DecimalField("USD budget per month", max_digits=14, decimal_places=6,
+                                           null=True, blank=True, validators=[MinValueValidator(0)])
     created_at = models.DateTimeField(auto_now_add=True)
+
+    USD_BUDGETS = ("usd_budget_5h", "usd_budget_day", "usd_budget_week", "usd_budget_month")
 
     def __str__(self) -> str:
         return self.name

@@ -9,7 +9,7 @@ price when one is given, else at the input price.
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -46,6 +46,26 @@ def cost_at(price: dict[str, Any] | None, input_tokens: int, output_tokens: int,
     total = (rate_in * (max(input_tokens, 0) - cached) + rate_cached * cached
              + rate_out * max(output_tokens, 0))
     return total / PER
+
+
+def micro_dollars(usd: Decimal | int | float) -> int:
+    """Whole micro-dollars, rounded up: budgets count in them so that every amount is an integer Redis can add."""
+
+    return int((Decimal(str(usd)) * 1_000_000).to_integral_value(ROUND_CEILING))
+
+
+def dollars(micros: int) -> str:
+    """"$5.00", "$0.0042": cents always, more places only when the amount has them."""
+
+    return usd_text(Decimal(micros) / 1_000_000)
+
+
+def usd_text(usd: Decimal) -> str:
+    """$1,234.50, $0.0042: cents always, up to six places (messages and the dashboard show money alike)."""
+
+    text = f"{usd:,.6f}".rstrip("0")
+    whole, _, frac = text.partition(".")
+    return f"${whole}.{frac.ljust(2, '0')}"
 
 
 def _decimal(value: Any) -> Decimal:

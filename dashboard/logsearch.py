@@ -34,6 +34,8 @@ class RequestFilter(forms.Form):
                                  label="Client protocol")
     stream = forms.ChoiceField(choices=[("", "any"), ("yes", "streaming"), ("no", "not streaming")],
                                required=False)
+    min_cost = forms.DecimalField(required=False, min_value=0, max_digits=20, decimal_places=8,
+                                  label="Cost at least (USD)", widget=forms.NumberInput(attrs={"step": "any"}))
 
     def clean_status(self) -> str:
         value: str = self.cleaned_data.get("status") or ""
@@ -58,6 +60,8 @@ def apply(qs: QuerySet[RequestLog], data: dict[str, Any]) -> QuerySet[RequestLog
         qs = qs.filter(client_protocol=data["protocol"])
     if data.get("stream"):
         qs = qs.filter(stream=data["stream"] == "yes")
+    if data.get("min_cost") is not None:
+        qs = qs.filter(cost__gte=data["min_cost"])  # unpriced requests (no cost) are left out
     match = _STATUS.match(data.get("status") or "")
     if match and match["code"]:
         qs = qs.filter(status=int(match["code"]))
@@ -95,12 +99,17 @@ def decode_cursor(cursor: str | None) -> tuple[dt.datetime, int] | None:
         return None
 
 
+def older_than(qs: QuerySet[RequestLog], at: dt.datetime, pk: int) -> QuerySet[RequestLog]:
+    """The rows after (``at``, ``pk``) in the log's newest-first order."""
+
+    # "<= at" is the index range; the rows sharing the timestamp are cut by id.
+    return qs.filter(created_at__lte=at).exclude(created_at=at, id__gte=pk)
+
+
 def page(qs: QuerySet[RequestLog], cursor: str | None, size: int = PAGE_SIZE) -> Page:
     after = decode_cursor(cursor)
     if after is not None:
-        at, pk = after
-        # "<= at" is the index range; the rows sharing the timestamp are cut by id.
-        qs = qs.filter(created_at__lte=at).exclude(created_at=at, id__gte=pk)
+        qs = older_than(qs, *after)
     rows = list(qs.select_related("account", "provider").order_by("-created_at", "-id")[: size + 1])
     more = len(rows) > size
     rows = rows[:size]

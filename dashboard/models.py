@@ -38,3 +38,27 @@ class UsageBucket(UsageCounters):
 
     def __str__(self) -> str:
         return f"account {self.account_id} @ {self.start}"
+
+
+class SpendBucket(UsageCounters):
+    """Five minutes of one client key's requests to one model through one provider, with what they cost.
+
+    Kept by the request-log writer in the same transaction as the rows it sums (``dashboard.spend.add``),
+    like :class:`UsageBucket`; it counts client requests (not uses of accounts), so the per-key, per-model
+    and per-provider pages add up to the request log. Ids are plain numbers (0: none) for the same reasons.
+    """
+
+    start = models.BigIntegerField(help_text="Unix time of the bucket's first second (UTC)")
+    client_key_id = models.BigIntegerField(default=0)
+    provider_id = models.BigIntegerField(default=0)
+    model = models.CharField(max_length=200, blank=True, default="", help_text="As the client asked for it")
+    # Billionths of a dollar: an integer sums exactly on every database (the log keeps 8 decimal places).
+    cost_nanos = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["start", "client_key_id", "provider_id", "model"],
+                                               name="spend_bucket_per_key_provider_model")]
+        indexes = [models.Index(fields=["client_key_id", "start"]), models.Index(fields=["start"])]
+
+    def __str__(self) -> str:
+        return f"key {self.client_key_id} {self.model} @ {self.start}"

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import export, spendviews, views
 
 app_name = "dashboard"
 urlpatterns = [
@@ -9,6 +9,11 @@ urlpatterns = [
     path("accounts/<int:pk>/", views.account_detail, name="account"),
     path("events/", views.events, name="events"),
     path("events/<int:pk>/enable/", views.enable, name="enable"),
+    path("keys/", spendviews.keys, name="keys"),
+    path("keys/<int:pk>/", spendviews.key_detail, name="key"),
+    path("spend/", spendviews.spend, name="spend"),
+    path("spend.csv", export.spend_csv, name="spend_csv"),
+    path("requests.csv", export.requests_csv, name="requests_csv"),
     path("requests/", views.requests_list, name="requests"),
     path("requests/<str:request_id>/", views.request_detail, name="request"),
 ]

@@ -29,7 +29,7 @@ from alerts.events import budget_reached
 from accounts.db import hop
 from accounts.models import Account, Provider
 
-from .limits import Limits
+from .limits import Limits, UsdSpent
 from .models_list import ModelCatalog
 from .lease import Lease
 from .metrics import AccountsCollector, RequestMetrics
@@ -65,13 +65,13 @@ class Gateway:
                  limits: Limits | None = None, log_writer: LogWriter | None = None,
                  config: SnapshotCache | None = None, sinks: Sequence[Sink] = (),
                  spool: Spool | None = None, prober: Prober | None = None,
-                 health: PoolHealth | None = None) -> None:
+                 health: PoolHealth | None = None, usd_spent: UsdSpent | None = None) -> None:
         self.options = options
         self.routes = routes
         self.upstream = upstream or UpstreamClient(options.upstream_max_connections)
         self.pool = pool or make_pool(options)
         self.limits = limits or Limits(options.redis_url, options.token_usage_ttl,
-                                       reserve_output_tokens=options.reserve_output_tokens)
+                                       reserve_output_tokens=options.reserve_output_tokens, usd_spent=usd_spent)
         self.config = config or SnapshotCache(options.config_ttl,
                                               known_secrets=KnownSecrets() if options.log_bodies else None)
         self.metrics = RequestMetrics(lambda: self.config.latest.providers)
@@ -148,7 +148,9 @@ def build(settings: Any, routes: RouteTable) -> Gateway:
     spool = None
     if settings.GATEWAY_LOG_SPOOL_DIR:
         spool = Spool(for_database(Path(settings.GATEWAY_LOG_SPOOL_DIR), settings.DATABASES["default"]))
-    gw = Gateway(Options.from_settings(settings), routes, sinks=log_sinks(settings), spool=spool)
+    usd_spent = import_string(settings.GATEWAY_USD_SPENT) if settings.GATEWAY_USD_SPENT else None
+    gw = Gateway(Options.from_settings(settings), routes, sinks=log_sinks(settings), spool=spool,
+                 usd_spent=usd_spent)
     gw.connect_signals()
     atexit.register(gw.flush)
     return gw

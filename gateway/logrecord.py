@@ -5,12 +5,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import asdict, dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import orjson
 from django.utils import timezone
 
 from accounts.outcomes import ErrorClass, Verdict
+from accounts.prices import cost
 
 
 @dataclass
@@ -49,11 +51,27 @@ class LogRecord:
     request_body: str = ""
     response_body: str = ""
     created_at: Any = field(default_factory=timezone.now)
+    cost: Decimal | None = None  # USD: set by the log writer when it prices the row (gateway.reqlog)
+
+
+def request_cost(record: LogRecord, prices: dict[str, Any] | None) -> Decimal | None:
+    """What a request cost by ``prices`` (its provider's table): answered requests only, as the log prices them
+    (the request log's cost, the balance and the USD budgets all go by this)."""
+
+    if not 200 <= record.status < 300:
+        return None
+    return cost(prices, record.model_sent, record.input_tokens, record.output_tokens, record.cached_tokens)
+
+
+def _decimal(value: Any) -> str:
+    if isinstance(value, Decimal):
+        return str(value)
+    raise TypeError
 
 
 def to_line(record: LogRecord) -> bytes:
     try:
-        return orjson.dumps(record) + b"\n"
+        return orjson.dumps(record, default=_decimal) + b"\n"
     except orjson.JSONEncodeError:
         # orjson refuses a lone surrogate (a model name can carry one); json escapes it.
         return json.dumps(asdict(record), default=str).encode() + b"\n"
@@ -67,4 +85,6 @@ def from_line(line: bytes) -> LogRecord:
     data["attempts"] = [Attempt(**{**a, "verdict": Verdict(a["verdict"])}) for a in data["attempts"]]
     data["error_class"] = ErrorClass(data["error_class"])
     data["created_at"] = dt.datetime.fromisoformat(data["created_at"])
+    if data.get("cost") is not None:
+        data["cost"] = Decimal(data["cost"])
     return LogRecord(**data)

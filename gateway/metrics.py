@@ -28,7 +28,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-from accounts.prices import cost_at, price_for
+from .logrecord import request_cost
+
 
 if TYPE_CHECKING:
     from accounts.outcomes import Verdict
@@ -82,7 +83,6 @@ class RequestMetrics:
         self.attempts = Counter("gateway_upstream_attempts", "Upstream attempts, by verdict",
                                 (*LABELS, "verdict"), registry=r)
         self._children: dict[tuple[str, ...], _Children] = {}
-        self._prices: dict[tuple[int, str], tuple[ProviderInfo, dict[str, Any] | None]] = {}
 
     def observe(self, record: LogRecord) -> None:
         provider = self._providers().get(record.provider_id) if record.provider_id is not None else None
@@ -101,9 +101,8 @@ class RequestMetrics:
                                        record.reasoning_tokens)):
             if n:
                 child.inc(n)
-        if provider is not None and provider.prices and 200 <= record.status < 300:
-            usd = cost_at(self._price(provider, record.model_sent), record.input_tokens, record.output_tokens,
-                          record.cached_tokens)
+        if provider is not None and provider.prices:
+            usd = request_cost(record, provider.prices)  # the log's own rule: answered requests only
             if usd:
                 c.cost.inc(float(usd))
         for attempt in record.attempts:
@@ -112,16 +111,6 @@ class RequestMetrics:
                 verdict = c.attempts[attempt.verdict] = self.attempts.labels(*labels, attempt.verdict.value)
             verdict.inc()
 
-    def _price(self, provider: ProviderInfo, model: str) -> dict[str, Any] | None:
-        # price_for matches glob patterns; a re-read configuration brings new ProviderInfo objects, so
-        # keying on the object drops stale prices with it.
-        key = (id(provider), model)
-        if key not in self._prices:
-            if len(self._prices) > 10_000:
-                self._prices.clear()
-            self._prices[key] = (provider, price_for(provider.prices, model))
-        held, price = self._prices[key]
-        return price if held is provider else price_for(provider.prices, model)
 
     def exposition(self, collectors: tuple[Collector, ...] = ()) -> bytes:
         """The text a scrape gets: this process's metrics (all processes' in multi-process mode) and

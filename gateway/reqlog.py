@@ -41,7 +41,7 @@ from accounts.db import checked_connections
 from accounts.outcomes import Use, account_uses, request_failed
 from accounts.redact import redact
 
-from .logrecord import Attempt, LogRecord
+from .logrecord import Attempt, LogRecord, request_cost
 
 if TYPE_CHECKING:
     from accounts.redact import SecretSet
@@ -266,6 +266,7 @@ class LogWriter:
         costs = request_costs(batch, _price_tables(prices))
         spent: dict[int, Decimal] = defaultdict(Decimal)
         for r, cost in zip(batch, costs):
+            r.cost = cost  # for the sinks (the spend buckets)
             if cost and r.account_id is not None:
                 spent[r.account_id] += cost
         per_account: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
@@ -323,10 +324,7 @@ def _scrub(rec: LogRecord) -> None:
 def request_costs(batch: list[LogRecord], tables: dict[int, Any]) -> list[Decimal | None]:
     """Each record's cost from its provider's price table (``tables``: provider id → prices)."""
 
-    from accounts.prices import cost
-
-    return [cost(tables.get(r.provider_id), r.model_sent, r.input_tokens, r.output_tokens, r.cached_tokens)
-            if r.provider_id in tables and 200 <= r.status < 300 else None for r in batch]
+    return [request_cost(r, tables[r.provider_id]) if r.provider_id in tables else None for r in batch]
 
 
 def _present(model: Any, ids: set[int | None], column: str = "") -> dict[int, Any]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accounts.db import hop
+from accounts.prices import micro_dollars
 from accounts.refresh import Refresh
 from translation.ir import UpstreamCaps
 
@@ -37,7 +38,7 @@ class ProviderInfo:
     anthropic_version: str
     rules: list[dict[str, Any]]
     auto_prefix: bool = False  # the upstream wants vendor-prefixed model names (see routing)
-    prices: dict[str, Any] = field(default_factory=dict)  # USD per million tokens (accounts.prices)
+    prices: dict[str, Any] = field(default_factory=dict)  # accounts.prices: USD per million tokens by model
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ class KeyInfo:
     rate_limit_per_minute: int | None
     daily_token_limit: int | None
     max_concurrent_requests: int | None = None
+    # (period name as in gateway.limits.budgets, limit in micro-dollars) for each USD budget the key has
+    usd_budgets: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,8 +96,11 @@ def _load() -> Snapshot:
 
 
 def key_info(k: Any) -> KeyInfo:
+    usd = tuple((field_name.removeprefix("usd_budget_"), micro_dollars(getattr(k, field_name)))
+                for field_name in k.USD_BUDGETS if getattr(k, field_name, None) is not None)
     return KeyInfo(k.pk, k.name, tuple(k.allowed_models or ()), k.rate_limit_per_minute, k.daily_token_limit,
-                   k.max_concurrent_requests)
+                   k.max_concurrent_requests, usd)
+
 
 
 def _find_key(key_hash: str) -> KeyInfo | None:

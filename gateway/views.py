@@ -90,8 +90,10 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
         route = resolve(ireq.model, snap)
         ex = Exchange(new_id("req_"), proto, key, body, ireq, route, request.headers,
                       request.META.get("QUERY_STRING", ""))
+        prices = route.provider.prices
         ex.hold = await gw.limits.admit(key, ex.request_id, request_estimate(
-            proto.NAME, body, ireq, len(request.body), gw.options.reserve_output_tokens))
+            proto.NAME, body, ireq, len(request.body), gw.options.reserve_output_tokens, prices,
+            route.upstream_model), prices)
         ex.record.request_body = gw.log.keep_body(request.body)
         return await dispatch(gw, ex)
     except (GatewayError, DatabaseUnavailable) as exc:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django import template
 
 from accounts.models import Account
 from accounts.outcomes import ErrorClass, Verdict
+from accounts.prices import usd_text
 
 register = template.Library()
 
@@ -88,3 +91,12 @@ def rate(value: float | None) -> str:
     if value is None:
         return "—"
     return f"{value:,.1f}" if value >= 10 else f"{value:.2g}"
+
+
+@register.filter
+def usd(value: object) -> str:
+    """Decimal("0.0042") → $0.0042, Decimal("1234.5") → $1,234.50 (cents always, up to six places); None → —."""
+
+    if value is None or value == "":
+        return "—"
+    return usd_text(Decimal(str(value)))

@@ -1,13 +1,12 @@
 """What a key may spend per period, and what the request log says it has spent.
 
-A :class:`Budget` is one such limit: a unit (tokens today; the USD budgets of a
-later change are micro-dollars, so that every amount is an integer Redis can
-``INCRBY``), a limit, a :class:`Period`, how a finished request is measured in
-that unit, and how the log is summed for a key since a time. Budgets are
-counted in fixed periods that every process computes alike from the clock (the
-UTC day, a 5-hour block since the epoch, the ISO week, the calendar month), so
-the period's start names its counters: a sliding window could not be one
-counter.
+A :class:`Budget` is one such limit: a unit (tokens, or USD counted in
+micro-dollars, so that every amount is an integer Redis can ``INCRBY``), a
+limit, a :class:`Period`, how a finished request is measured in that unit, and
+how the log is summed for a key since a time. Budgets are counted in fixed
+periods that every process computes alike from the clock (the UTC day, a 5-hour
+block since the epoch, the ISO week, the calendar month), so the period's start
+names its counters: a sliding window could not be one counter.
 """
 
 from __future__ import annotations
@@ -17,26 +16,28 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from decimal import Decimal
+from typing import Any
 
 from django.db import DatabaseError
 
 from accounts.db import DatabaseUnavailable, hop
+from accounts.prices import dollars, micro_dollars
 
+from ..logrecord import LogRecord, request_cost
 from ..state import KeyInfo
-
-if TYPE_CHECKING:
-    from ..logrecord import LogRecord
 
 log = logging.getLogger(__name__)
 
 UTC = dt.timezone.utc
+USD = "usd"  # a budget's unit: amounts in micro-dollars
 
 
 @dataclass(frozen=True)
 class Period:
-    name: str  # in counter names
+    name: str  # in counter names, and ``KeyInfo.usd_budgets``
     phrase: str  # in messages: "its 40 tokens for <phrase>"
+    adjective: str  # in messages: "the <adjective> USD budget"
     bounds: Callable[[dt.datetime], tuple[dt.datetime, dt.datetime]]
 
 
@@ -63,10 +64,11 @@ def _month(now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
     return start, (start + dt.timedelta(days=32)).replace(day=1)
 
 
-DAY = Period("day", "today (UTC)", _day)
-FIVE_HOURS = Period("5h", "this 5-hour block (UTC)", _five_hours)
-WEEK = Period("week", "this week (UTC, from Monday)", _week)
-MONTH = Period("month", "this month (UTC)", _month)
+DAY = Period("day", "today (UTC)", "daily", _day)
+FIVE_HOURS = Period("5h", "this 5-hour block (UTC)", "5-hour", _five_hours)
+WEEK = Period("week", "this week (UTC, from Monday)", "weekly", _week)
+MONTH = Period("month", "this month (UTC)", "monthly", _month)
+PERIODS = {p.name: p for p in (FIVE_HOURS, DAY, WEEK, MONTH)}
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,11 @@ class Budget:
 
     def scope(self, key: KeyInfo, start: dt.datetime) -> str:
         return f"{self.unit}:{self.period.name}:{int(start.timestamp())}:{key.id}:{key.name}"
+
+    def amount(self, n: int) -> str:
+        """``n`` in the budget's unit, as a message shows it: "40 tokens", "$5.00"."""
+
+        return dollars(n) if self.unit == USD else f"{n} {self.unit}"
 
 
 def tokens_of(record: LogRecord) -> int:
@@ -95,12 +102,49 @@ def tokens_logged(key_id: int, since: dt.datetime) -> int:
     return int(total or 0)
 
 
-def budgets_of(key: KeyInfo) -> list[Budget]:
-    """The key's budgets: the daily token limit (the place for the USD budgets to come)."""
+# What a key spent in USD since a time (sync): the request log's sum by default, or a rollup's.
+UsdSpent = Callable[[int, dt.datetime], Decimal]
 
-    if key.daily_token_limit is None:
-        return []
-    return [Budget("tokens", key.daily_token_limit, DAY, tokens_of, tokens_logged)]
+
+def usd_logged(key_id: int, since: dt.datetime) -> Decimal:
+    from django.db.models import Sum
+
+    from accounts.models import RequestLog
+
+    total = RequestLog.objects.filter(client_key_id=key_id, created_at__gte=since).aggregate(
+        spent=Sum("cost"))["spent"]
+    return total or Decimal(0)
+
+
+def in_micro_dollars(spent: UsdSpent) -> Callable[[int, dt.datetime], int]:
+    def logged(key_id: int, since: dt.datetime) -> int:
+        return micro_dollars(spent(key_id, since))
+
+    return logged
+
+
+def usd_of(prices: dict[str, Any] | None) -> Callable[[LogRecord], int]:
+    """What a finished request cost in micro-dollars, by the price table of the provider it was sent to."""
+
+    def measure(record: LogRecord) -> int:
+        spent = request_cost(record, prices)
+        return micro_dollars(spent) if spent else 0
+
+    return measure
+
+
+def budgets_of(key: KeyInfo, prices: dict[str, Any] | None = None, spent: UsdSpent | None = None) -> list[Budget]:
+    """The key's budgets: the daily token limit, then its USD budgets (``prices``: the route's provider's;
+    ``spent``: where the floor of what the key spent is read, the request log by default)."""
+
+    budgets = []
+    if key.daily_token_limit is not None:
+        budgets.append(Budget("tokens", key.daily_token_limit, DAY, tokens_of, tokens_logged))
+    if key.usd_budgets:
+        measure, logged = usd_of(prices), in_micro_dollars(spent or usd_logged)
+        for period, limit in key.usd_budgets:
+            budgets.append(Budget(USD, limit, PERIODS[period], measure, logged))
+    return budgets
 
 
 class LogUsage:

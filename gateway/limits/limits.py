@@ -35,12 +35,12 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import RateLimited
 from ..state import KeyInfo
 from .breaker import Breaker
-from .budgets import Budget, LogUsage, budgets_of
+from .budgets import USD, Budget, LogUsage, UsdSpent, budgets_of
 from .store import Granted, LocalStore, RedisStore, SharedUnavailable, Store
 
 if TYPE_CHECKING:
@@ -88,10 +88,15 @@ class Hold:
 class Limits:
     def __init__(self, redis_url: str = "", token_usage_ttl: float = 5.0, *,
                  reserve_output_tokens: int = 4096, lease: float = LEASE_SECONDS,
-                 breaker: Breaker | None = None, clock: Callable[[], float] = time.time) -> None:
+                 breaker: Breaker | None = None, clock: Callable[[], float] = time.time,
+                 usd_spent: UsdSpent | None = None) -> None:
+        """``usd_spent``: what a key spent in USD since a time (sync), the floor under its USD budgets;
+        None sums the request log."""
+
         self.local = LocalStore()
         self.shared = RedisStore(redis_url, breaker) if redis_url else None
         self.usage = LogUsage(token_usage_ttl)
+        self.usd_spent = usd_spent
         self.reserve_output_tokens = reserve_output_tokens
         self.lease = lease
         self._clock = clock
@@ -127,15 +132,17 @@ class Limits:
             raise RateLimited(f"This API key is limited to {limit} requests per minute",
                               headers={"Retry-After": str(retry_after)})
 
-    async def admit(self, key: KeyInfo, request_id: str, estimate: Callable[[Budget], int]) -> Hold:
+    async def admit(self, key: KeyInfo, request_id: str, estimate: Callable[[Budget], int],
+                    prices: dict[str, Any] | None = None) -> Hold:
         """A concurrency slot and a reservation on each budget for the request, or :class:`RateLimited`.
 
         ``estimate``: what the request may spend of a budget, asked only when the key has one.
+        ``prices``: the price table of the provider the request goes to, which its USD budgets charge by.
         """
 
         hold = Hold(self, request_id)
         cap = key.max_concurrent_requests
-        budgets = budgets_of(key)
+        budgets = budgets_of(key, prices, self.usd_spent)
         if cap is None and not budgets:
             return hold
         try:
@@ -229,12 +236,21 @@ class Limits:
 
 
 def over_budget(budget: Budget, granted: Granted, now: dt.datetime, end: dt.datetime) -> RateLimited:
-    limit, unit, period = budget.limit, budget.unit, budget.period.phrase
-    if granted.used >= limit:
-        return RateLimited(f"This API key has used its {limit} {unit} for {period}; the limit frees at "
-                           f"{end:%Y-%m-%d %H:%M} UTC",
-                           headers={"Retry-After": str(max(1, math.ceil((end - now).total_seconds())))})
+    limit, period = budget.amount(budget.limit), budget.period
+    if granted.used >= budget.limit:
+        frees = f"{end:%Y-%m-%d %H:%M} UTC"
+        retry = {"Retry-After": str(max(1, math.ceil((end - now).total_seconds())))}
+        if budget.unit == USD:
+            return RateLimited(f"The {period.adjective} USD budget of {limit} for this key is spent "
+                               f"({budget.amount(granted.used)} for {period.phrase}); it frees at {frees}",
+                               headers=retry)
+        return RateLimited(f"This API key has used its {limit} for {period.phrase}; the limit frees at {frees}",
+                           headers=retry)
     # Not spent yet but reserved by requests in flight: what they do not use comes back when they end.
-    return RateLimited(f"This API key's limit of {limit} {unit} for {period} is taken: {granted.used} used and "
+    if budget.unit == USD:
+        return RateLimited(f"The {period.adjective} USD budget of {limit} for this key is taken: "
+                           f"{budget.amount(granted.used)} used and {budget.amount(granted.held)} reserved by "
+                           "requests in flight; retry when they finish", headers={"Retry-After": "1"})
+    return RateLimited(f"This API key's limit of {limit} for {period.phrase} is taken: {granted.used} used and "
                        f"{granted.held} reserved by requests in flight; retry when they finish",
                        headers={"Retry-After": "1"})

@@ -253,6 +253,22 @@ def test_editing_a_client_key_keeps_its_hash(staff: Client) -> None:
     assert key.name == "k2" and key.key_hash == hash_client_key("gw-existing-client-key") and not key.active
 
 
+def test_usd_budgets_are_set_in_the_admin_and_a_negative_one_is_refused(staff: Client) -> None:
+    key = ApiKey(name="spender")
+    key.set_key("gw-spender-client-key")
+    key.save()
+    url = f"/admin/accounts/apikey/{key.pk}/change/"
+    staff.post(url, {"name": "spender", "allowed_models": "[]", "active": "on", "usd_budget_day": "5",
+                     "usd_budget_5h": "0.25"})
+    key.refresh_from_db()
+    assert key.usd_budget_day == Decimal("5") and key.usd_budget_5h == Decimal("0.25")
+    assert key.usd_budget_week is None and key.usd_budget_month is None
+    refused = staff.post(url, {"name": "spender", "allowed_models": "[]", "active": "on", "usd_budget_month": "-1"})
+    assert refused.status_code == 200 and "greater than or equal to 0" in text_of(refused)
+    key.refresh_from_db()
+    assert key.usd_budget_month is None and key.usd_budget_day == Decimal("5")  # the refused form saved nothing
+
+
 # ------------------------------------------------------------------ providers
 
 def provider_form(provider: Provider, **changes: Any) -> dict[str, Any]:

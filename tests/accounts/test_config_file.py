@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,8 @@ model = "gpt-5-mini"
 name = "dev"
 key = "gw-dev-key"
 max_concurrent_requests = 4
+usd_budget_day = 2.5
+usd_budget_month = 40
 """
 
 pytestmark = pytest.mark.django_db
@@ -60,6 +63,7 @@ def test_loads_providers_accounts_aliases_and_keys(tmp_path: Path) -> None:
     assert key.key_hash == hash_client_key("gw-dev-key")
     assert "gw-dev-key" not in key.key_hash
     assert key.max_concurrent_requests == 4 and key.daily_token_limit is None
+    assert key.usd_budget_day == Decimal("2.5") and key.usd_budget_month == Decimal("40") and key.usd_budget_5h is None
 
 
 def test_a_dash_reads_the_config_from_standard_input(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -111,3 +115,8 @@ def test_an_alias_carries_the_metadata_model_listings_give(tmp_path: Path) -> No
     assert ModelAlias.objects.get(name="claude-*").metadata == {"display_name": "House", "context_window": 200000}
     with pytest.raises(CommandError, match=r"aliases\[0\]\.metadata: 'context_window'"):
         call_command("loadconfig", write(tmp_path, meta.replace("200000", '"lots"')))
+
+
+def test_a_negative_usd_budget_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match=r"client_keys\[0\].usd_budget_week: must be a non-negative amount of USD"):
+        call_command("loadconfig", write(tmp_path, CONFIG + "usd_budget_week = -3\n"))

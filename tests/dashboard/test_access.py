@@ -15,7 +15,7 @@ from django.urls import reverse
 from accounts import pool
 from accounts.models import DisableEvent
 from gateway.asgi import application
-from tests.dashboard.conftest import make_account, record, write
+from tests.dashboard.conftest import make_account, make_key, record, write
 
 pytestmark = pytest.mark.django_db
 
@@ -32,6 +32,9 @@ def urls(provider: Any) -> list[tuple[str, str]]:
         ("get", reverse("dashboard:account", args=[account.pk])), ("get", reverse("dashboard:events")),
         ("get", reverse("dashboard:requests")), ("get", reverse("dashboard:request", args=[rec.request_id])),
         ("post", reverse("dashboard:enable", args=[event.pk])), ("get", reverse("dashboard:enable", args=[event.pk])),
+        ("get", reverse("dashboard:keys")), ("get", reverse("dashboard:key", args=[make_key().pk])),
+        ("get", reverse("dashboard:spend")), ("get", reverse("dashboard:spend_csv")),
+        ("get", reverse("dashboard:requests_csv")),
     ]
 
 
@@ -65,7 +68,7 @@ def test_staff_pages_carry_the_security_headers(staff_client: Client, urls: Any)
 
 def test_pages_load_nothing_from_another_origin(staff_client: Client, urls: Any) -> None:
     for method, url in urls:
-        if method != "get" or "enable" in url:
+        if method != "get" or "enable" in url or url.endswith(".csv"):  # downloads, not pages
             continue
         html = staff_client.get(url).content.decode()
         links = re.findall(r'(?:src|href|action)="([^"]*)"', html)

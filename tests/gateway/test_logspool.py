@@ -122,3 +122,13 @@ def test_a_record_json_cannot_encode_plainly_still_round_trips(tmp_path: Path) -
     die(spool)
     assert writer(Spool(tmp_path)).flush() == 1
     assert RequestLog.objects.get(request_id=r.request_id).model_requested == "gpt-?"
+
+
+def test_a_priced_record_keeps_its_exact_cost_through_the_spool_line() -> None:
+    from decimal import Decimal
+
+    from gateway.logrecord import from_line, to_line
+
+    rec = LogRecord(request_id="req_priced", client_protocol="openai_chat", status=200, cost=Decimal("0.00000123"))
+    assert from_line(to_line(rec)).cost == Decimal("0.00000123")
+    assert from_line(to_line(LogRecord(request_id="req_free", client_protocol="openai_chat"))).cost is None

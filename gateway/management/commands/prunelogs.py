@@ -1,4 +1,4 @@
-"""``python manage.py prunelogs --days N``: delete request-log rows (and usage buckets) older than N days."""
+"""``python manage.py prunelogs --days N``: delete request-log rows (and usage and spend buckets) older than N days."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import RequestLog
-from dashboard.models import UsageBucket
+from dashboard.models import SpendBucket, UsageBucket
 
 CHUNK = 5_000
 
@@ -29,9 +29,11 @@ class Command(BaseCommand):
         cutoff = timezone.now() - dt.timedelta(days=days)
         old = RequestLog.objects.filter(created_at__lt=cutoff)
         # Buckets wholly before the cutoff: a bucket that straddles it keeps its counts.
-        old_buckets = UsageBucket.objects.filter(start__lt=int(cutoff.timestamp()) - 300 + 1)
+        before = int(cutoff.timestamp()) - 300 + 1
+        old_buckets = [UsageBucket.objects.filter(start__lt=before), SpendBucket.objects.filter(start__lt=before)]
         if options["dry_run"]:
-            self.stdout.write(f"would delete {old.count()} request-log rows and {old_buckets.count()} usage buckets "
+            counted = sum(b.count() for b in old_buckets)
+            self.stdout.write(f"would delete {old.count()} request-log rows and {counted} usage buckets "
                               f"older than {cutoff:%Y-%m-%d %H:%M:%S} UTC")
             return
         rows = 0
@@ -42,6 +44,6 @@ class Command(BaseCommand):
                 break
             with transaction.atomic():
                 rows += RequestLog.objects.filter(id__in=ids).delete()[0]
-        buckets = old_buckets.delete()[0]
+        buckets = sum(b.delete()[0] for b in old_buckets)
         self.stdout.write(f"deleted {rows} request-log rows and {buckets} usage buckets "
                           f"older than {cutoff:%Y-%m-%d %H:%M:%S} UTC")

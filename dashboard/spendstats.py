@@ -1,0 +1,119 @@
+"""Spend figures per client key, model and provider, read from the spend buckets (``dashboard.spend``).
+
+Like ``stats``, never a scan of the request log: a window is at most a week of five-minute buckets per
+(key, provider, model) that had traffic.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import F, Sum
+
+from accounts.models import ApiKey, Provider
+
+from .models import SpendBucket
+from .spend import usd
+from .stats import Window, window_start
+
+FIELDS = ("requests", "errors", "input_tokens", "output_tokens", "cost_nanos")
+DIMENSIONS = {"key": "client_key_id", "model": "model", "provider": "provider_id"}
+
+
+@dataclass
+class Spend:
+    requests: int = 0
+    errors: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_nanos: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def cost(self) -> Decimal:
+        return usd(self.cost_nanos)
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Spend:
+        return cls(**{f: row.get(f) or 0 for f in FIELDS})
+
+
+def _sums() -> dict[str, Sum]:
+    return {f: Sum(f) for f in FIELDS}
+
+
+def by(window: Window, dimension: str, key_id: int | None = None) -> dict[Any, Spend]:
+    """Spend per client key id, model or provider id (``dimension``: a key of ``DIMENSIONS``) in the window,
+    all keys' or with ``key_id`` that key's."""
+
+    column = DIMENSIONS[dimension]
+    qs = SpendBucket.objects.filter(start__gte=window_start(window))
+    if key_id is not None:
+        qs = qs.filter(client_key_id=key_id)
+    return {row[column]: Spend.from_row(row) for row in qs.values(column).annotate(**_sums()).order_by()}
+
+
+def total(window: Window, key_id: int | None = None) -> Spend:
+    qs = SpendBucket.objects.filter(start__gte=window_start(window))
+    if key_id is not None:
+        qs = qs.filter(client_key_id=key_id)
+    return Spend.from_row(qs.aggregate(**_sums()))
+
+
+def series(window: Window, key_id: int) -> list[dict[str, float]]:
+    """One point per chart step across the window for one key: requests, errors, tokens and cost (USD)."""
+
+    lo = window_start(window)
+    rows = (SpendBucket.objects.filter(client_key_id=key_id, start__gte=lo)
+            .annotate(t=F("start") - F("start") % window.step).values("t").annotate(**_sums()).order_by())
+    found: dict[int, Mapping[str, Any]] = {row["t"]: row for row in rows}
+    first = lo - lo % window.step
+    points = []
+    for t in range(first, int(time.time()) + 1, window.step):
+        s = Spend.from_row(found.get(t) or {})
+        points.append({"t": t, "requests": s.requests, "errors": s.errors, "tokens": s.tokens,
+                       "cost": float(s.cost)})
+    return points
+
+
+# Sort keys of the client-key list: what a column sorts by, largest first (the name A to Z).
+SORTS = {"cost": "cost_nanos", "tokens": "tokens", "requests": "requests", "errors": "errors", "name": "name"}
+DEFAULT_SORT = "cost"
+
+
+def key_rows(window: Window, sort: str) -> list[dict[str, Any]]:
+    """Every client key with its spend in the window (keys deleted since: one row of their own), sorted."""
+
+    spent = by(window, "key")
+    rows: list[dict[str, Any]] = [{"key": k, "name": k.name, "spend": spent.pop(k.pk, Spend())}
+                                  for k in ApiKey.objects.order_by("name")]
+    gone = Spend()
+    for spend in spent.values():  # id 0 (no key: refused before authentication) or a deleted key
+        for f in FIELDS:
+            setattr(gone, f, getattr(gone, f) + getattr(spend, f))
+    if gone.requests:
+        rows.append({"key": None, "name": "(no key or a deleted key)", "spend": gone})
+    attr = SORTS[sort]
+    if attr == "name":
+        rows.sort(key=lambda r: str(r["name"]).lower())
+    else:
+        rows.sort(key=lambda r: getattr(r["spend"], attr), reverse=True)
+    return rows
+
+
+def named(spent: dict[Any, Spend], names: dict[Any, str]) -> list[dict[str, Any]]:
+    """Rows for a spend table, each named (a model is its own name), most spent first."""
+
+    return sorted(({"name": names.get(ident) or str(ident or "—"), "spend": s} for ident, s in spent.items()),
+                  key=lambda r: (-r["spend"].cost_nanos, -r["spend"].requests, r["name"]))
+
+
+def provider_names() -> dict[Any, str]:
+    return {0: "(none: refused before dispatch)", **dict(Provider.objects.values_list("id", "name"))}

@@ -1,0 +1,65 @@
+"""The spend pages: client keys (list and one key), and spend per model and provider. Figures from
+``spendstats`` (the spend buckets), never from the request log."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.utils.safestring import SafeString
+
+from accounts.models import ApiKey
+
+from . import charts, spendstats, stats
+from .security import staff_page
+
+BUDGET_LABELS = ("per 5 hours", "per day", "per week", "per month")  # in the order of ApiKey.USD_BUDGETS
+
+
+def _window(request: HttpRequest) -> stats.Window:
+    return stats.window_from(request.GET.get("window"))
+
+
+def _chart(points: list[dict[str, float]], field: str, title: str, window: stats.Window,
+           unit: str = "") -> SafeString:
+    return charts.bar_chart([(int(p["t"]), p[field]) for p in points], title=title, step=window.step, unit=unit)
+
+
+@staff_page
+def keys(request: HttpRequest) -> HttpResponse:
+    window = _window(request)
+    sort = request.GET.get("sort", spendstats.DEFAULT_SORT)
+    if sort not in spendstats.SORTS:
+        sort = spendstats.DEFAULT_SORT
+    return render(request, "dashboard/keys.html", {
+        "window": window, "windows": stats.WINDOWS.values(), "sort": sort,
+        "rows": spendstats.key_rows(window, sort), "total": spendstats.total(window),
+    })
+
+
+@staff_page
+def key_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    key = get_object_or_404(ApiKey, pk=pk)
+    window = _window(request)
+    points = spendstats.series(window, key.pk)
+    return render(request, "dashboard/key.html", {
+        "key": key, "window": window, "windows": stats.WINDOWS.values(),
+        "total": spendstats.total(window, key.pk),
+        "budgets": [(label, getattr(key, f)) for f, label in zip(ApiKey.USD_BUDGETS, BUDGET_LABELS)
+                    if getattr(key, f) is not None],
+        "cost_chart": _chart(points, "cost", f"Spend (USD), {window.label}", window, "USD"),
+        "tokens_chart": _chart(points, "tokens", f"Tokens (in + out), {window.label}", window),
+        "requests_chart": _chart(points, "requests", f"Requests, {window.label}", window),
+        "errors_chart": _chart(points, "errors", f"Errors, {window.label}", window),
+        "models": spendstats.named(spendstats.by(window, "model", key.pk), {}),
+        "providers": spendstats.named(spendstats.by(window, "provider", key.pk), spendstats.provider_names()),
+    })
+
+
+@staff_page
+def spend(request: HttpRequest) -> HttpResponse:
+    window = _window(request)
+    return render(request, "dashboard/spend.html", {
+        "window": window, "windows": stats.WINDOWS.values(), "total": spendstats.total(window),
+        "models": spendstats.named(spendstats.by(window, "model"), {}),
+        "providers": spendstats.named(spendstats.by(window, "provider"), spendstats.provider_names()),
+    })
