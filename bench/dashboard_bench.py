@@ -1,11 +1,12 @@
 """Dashboard pages on a big request log: ``python -m bench.dashboard_bench [--rows N] [--pg] [--json PATH]``.
 
 Seeds a scratch database (SQLite in a temp dir; ``--pg``: a scratch PostgreSQL
-database ``bench_dashboard`` on 127.0.0.1:5432) with 1,000,000 request-log rows
-over 30 days, their usage buckets (through ``dashboard.rollup.add``, the log
-writer's own code path) and a few thousand disable events, then renders every
-dashboard page with Django's test client as a staff user and prints the median
-and worst time of each. The target is < 300 ms per page.
+database ``bench_dashboard`` on 127.0.0.1:5432) with a pool of 500 accounts and
+50 client keys, 10,000,000 request-log rows over 30 days, their usage and spend
+buckets (through ``dashboard.rollup.add`` and ``dashboard.spend.add``, the log
+writer's own sinks) and a few thousand disable events, then renders every
+dashboard and admin page with Django's test client as a superuser and prints
+the median and worst time of each. The target is < 300 ms per page.
 
 ``run(quick)`` runs it in a child process (Django is configured per process)
 and returns the figures, for ``python -m bench``.
@@ -23,7 +24,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from decimal import Decimal
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,25 +65,36 @@ MODEL_WEIGHTS = [30, 20, 12, 9, 7, 6, 5, 4, 3, 2, 1, 1, 0.01]
 PROTOCOLS = ["openai_chat", "anthropic", "responses"]
 
 
-def seed_pool() -> dict[str, Any]:
-    from accounts.models import Account, ApiKey, Provider
+ACCOUNTS = 500
+KEYS = 50
+PRICE = {"input": Decimal("0.25"), "output": Decimal("2")}  # USD per million tokens, every model
 
+
+def seed_pool() -> dict[str, Any]:
+    from accounts.models import Account, ApiKey, ModelAlias, Provider
+
+    rng = random.Random(5)
     providers, accounts = [], []
     for proto in PROTOCOLS:
-        p = Provider.objects.create(name=f"bench-{proto}", protocol=proto, base_url="http://127.0.0.1:9/v1")
+        p = Provider.objects.create(name=f"bench-{proto}", protocol=proto, base_url="http://127.0.0.1:9/v1",
+                                    prices={"*": {k: str(v) for k, v in PRICE.items()}})
         providers.append(p)
-        for i in range(8):
-            a = Account(provider=p, label=f"acct-{i}", status=random.choice(["active"] * 6 + ["cooling", "disabled"]))
-            a.set_secret(f"sk-bench-{proto}-{i}-0000000000")
-            a.save()
-            accounts.append(a)
+        ModelAlias.objects.create(name=f"{proto}-*", provider=p, upstream_model="*")
+    for i in range(ACCOUNTS):
+        p = providers[i % len(providers)]
+        a = Account(provider=p, label=f"acct-{i:03d}", status=rng.choice(["active"] * 6 + ["cooling", "disabled"]),
+                    balance=Decimal(rng.randrange(0, 50_000)) / 100)
+        a.set_secret(f"sk-bench-{p.protocol}-{i}-0000000000")
+        accounts.append(a)
+    Account.objects.bulk_create(accounts, batch_size=500)
+    accounts = list(Account.objects.select_related("provider").order_by("id"))
     keys = []
-    for i in range(6):
-        k = ApiKey(name=f"team-{i}")
+    for i in range(KEYS):
+        k = ApiKey(name=f"team-{i:02d}")
         k.set_key(f"gw-bench-{i}-000000000000")
-        k.save()
         keys.append(k)
-    return {"providers": providers, "accounts": accounts, "keys": keys}
+    ApiKey.objects.bulk_create(keys)
+    return {"providers": providers, "accounts": accounts, "keys": list(ApiKey.objects.order_by("id"))}
 
 
 def fake_rows(n: int, pool: dict[str, Any], rng: random.Random) -> Any:
@@ -100,7 +114,7 @@ def fake_rows(n: int, pool: dict[str, Any], rng: random.Random) -> Any:
         key = keys[rng.randrange(len(keys))]
         r = rng.random()
         status, error = ((200, "") if r < 0.93 else (429, "") if r < 0.96 else (502, "upstream_error")
-                         if r < 0.98 else (400, "invalid_request_error"))
+                         if r < 0.98 else (400, "invalid_request"))
         if r > 0.995:
             account = None
         stream = rng.random() < 0.5
@@ -120,6 +134,7 @@ def fake_rows(n: int, pool: dict[str, Any], rng: random.Random) -> Any:
             "error_class": error, "attempts": attempts, "attempt_count": len(attempts), "latency_ms": latency,
             "ttfb_ms": ttfb, "input_tokens": inp, "output_tokens": out, "cached_tokens": inp // 10,
             "reasoning_tokens": 0, "finish_reason": "stop" if status == 200 else "",
+            "cost": (PRICE["input"] * inp + PRICE["output"] * out) / 1_000_000 if status == 200 else None,
         }
         yield values, rollup.Row(created_at=created, account_id=values["account_id"], status=status, error_class=error,
                           latency_ms=latency, ttfb_ms=ttfb, input_tokens=inp, output_tokens=out,
@@ -132,7 +147,7 @@ def seed_log(n: int, pool: dict[str, Any]) -> float:
     from django.db import connection, transaction
 
     from accounts.models import RequestLog
-    from dashboard import rollup
+    from dashboard import rollup, spend
 
     started = time.monotonic()
     fields = [f for f in RequestLog._meta.concrete_fields if not f.primary_key]
@@ -154,6 +169,7 @@ def seed_log(n: int, pool: dict[str, Any]) -> float:
 
     chunk: list[tuple[Any, ...]] = []
     rows: list[rollup.Row] = []
+    spent: list[Any] = []
 
     def flush() -> None:
         with transaction.atomic(), connection.cursor() as cursor:
@@ -165,12 +181,15 @@ def seed_log(n: int, pool: dict[str, Any]) -> float:
                 cursor.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
                                    f"({', '.join(['%s'] * len(columns))})", chunk)
             rollup.add(rows)
+            spend.add(spent)
         chunk.clear()
         rows.clear()
+        spent.clear()
 
     for values, row in fake_rows(n, pool, random.Random(7)):
         chunk.append(prep(values))
         rows.append(row)
+        spent.append(SimpleNamespace(**values))
         if len(chunk) >= CHUNK:
             flush()
     if chunk:
@@ -245,6 +264,28 @@ def pages(pool: dict[str, Any]) -> list[tuple[str, str]]:
          + "&until=" + f"{ten_days:%Y-%m-%dT%H:%M}"),
         ("filter account + 5xx", f"/dashboard/requests/?account={account.pk}&status=5xx"),
         ("request detail", f"/dashboard/requests/{detail.request_id}/"),
+        ("client keys 24h", "/dashboard/keys/?window=24h"),
+        ("client keys 7d", "/dashboard/keys/?window=7d"),
+        ("client key detail 7d", f"/dashboard/keys/{key.pk}/?window=7d"),
+        ("spend 7d", "/dashboard/spend/?window=7d"),
+        ("spend CSV 7d", "/dashboard/spend.csv?window=7d"),
+        ("admin index", "/admin/"),
+        ("admin providers", "/admin/accounts/provider/"),
+        ("admin accounts", "/admin/accounts/account/"),
+        ("admin accounts, page 5", "/admin/accounts/account/?p=5"),
+        ("admin accounts, disabled", "/admin/accounts/account/?status__exact=disabled"),
+        ("admin accounts, search", "/admin/accounts/account/?q=acct-4"),
+        ("admin account change", f"/admin/accounts/account/{account.pk}/change/"),
+        ("admin client keys", "/admin/accounts/apikey/"),
+        ("admin client key change", f"/admin/accounts/apikey/{key.pk}/change/"),
+        ("admin model aliases", "/admin/accounts/modelalias/"),
+        ("admin disable events", "/admin/accounts/disableevent/"),
+        ("admin request log", "/admin/accounts/requestlog/"),
+        ("admin request log, 429", "/admin/accounts/requestlog/?status__exact=429"),
+        ("admin request log, search id", f"/admin/accounts/requestlog/?q={detail.request_id}"),
+        ("admin request log row", f"/admin/accounts/requestlog/{detail.pk}/change/"),
+        ("admin webhooks", "/admin/alerts/webhook/"),
+        ("admin alert deliveries", "/admin/alerts/delivery/"),
     ]
 
 
@@ -253,7 +294,7 @@ def time_pages(pool: dict[str, Any], repeats: int) -> list[dict[str, Any]]:
     from django.test import Client
 
     client = Client()
-    client.force_login(User.objects.create_user("bench", password="x", is_staff=True))
+    client.force_login(User.objects.create_superuser("bench", password="x"))
     results = []
     for name, url in pages(pool):
         response = client.get(url)  # warm-up: template compilation, caches
@@ -322,7 +363,7 @@ def run(quick: bool = False, use_pg: bool = False) -> dict[str, Any]:
 
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         args = [sys.executable, "-m", "bench.dashboard_bench", "--json", out.name]
-        args += ["--rows", "100000"] if quick else []
+        args += ["--rows", "100000"] if quick else []  # the full run: the default, 10,000,000
         args += ["--pg"] if use_pg else []
         subprocess.run(args, cwd=ROOT, check=True, timeout=1800)
         return json.loads(Path(out.name).read_text())
@@ -330,7 +371,7 @@ def run(quick: bool = False, use_pg: bool = False) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.dashboard_bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--pg", action="store_true", help=f"scratch PostgreSQL database {PG_DB} instead of SQLite")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--proposed-indexes", action="store_true",

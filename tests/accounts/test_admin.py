@@ -414,3 +414,21 @@ def test_anonymous_users_are_sent_to_the_login_page(client: Client) -> None:
     for url in (ACCOUNTS_URL, IMPORT_URL, "/admin/accounts/disableevent/", "/admin/accounts/apikey/add/"):
         response = client.get(url)
         assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
+
+
+def test_the_request_log_list_finds_a_request_by_its_exact_id_or_model_and_counts_only_so_far(
+        staff: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    from accounts.admin import CappedPaginator
+
+    RequestLog.objects.bulk_create([RequestLog(request_id=f"req_{i:04d}", client_protocol="openai_chat",
+                                               model_requested="gpt-rare" if i == 7 else "gpt-common", status=200)
+                                    for i in range(30)])
+    url = "/admin/accounts/requestlog/"
+    found = staff.get(url, {"q": "req_0012"}).content.decode()
+    assert "req_0012" in found and "req_0011" not in found and "1 request log" in found
+    by_model = staff.get(url, {"q": "gpt-rare"}).content.decode()
+    assert "req_0007" in by_model and "req_0008" not in by_model
+    assert "0 results" in staff.get(url, {"q": "req_001"}).content.decode()  # exact, not a substring scan
+    monkeypatch.setattr(CappedPaginator, "CAP", 20)
+    capped = staff.get(url).content.decode()
+    assert "20 request logs" in capped  # the count stops at the cap: no full count of a big log
