@@ -334,7 +334,7 @@ class DisableEventAdmin(admin.ModelAdmin[DisableEvent]):
         return False
 
 
-class CappedPaginator(Paginator):
+class CappedPaginator(Paginator[RequestLog]):
     """Counts at most ``CAP`` rows: the admin counts its list on every page, and a count of a log
     of ten million rows is seconds on either database. Past the cap the list ends at page
     CAP / per page; the dashboard's request log (keyset-paged, filtered by index) reads the rest."""
@@ -343,7 +343,9 @@ class CappedPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
-        return len(self.object_list.order_by()[:self.CAP].values_list("pk", flat=True))
+        rows = self.object_list
+        assert isinstance(rows, QuerySet)  # the admin pages querysets
+        return len(rows.order_by()[:self.CAP].values_list("pk", flat=True))
 
 
 @admin.register(RequestLog)
