@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "accounts",
     "gateway",
     "dashboard",
+    "conversations",
 ]
 
 MIDDLEWARE = [
@@ -182,4 +183,7 @@ GATEWAY_MAX_PAGE_BODY_BYTES = env.int("GATEWAY_MAX_PAGE_BODY_BYTES", default=10 
 DATA_UPLOAD_MAX_MEMORY_SIZE = min(GATEWAY_MAX_PAGE_BODY_BYTES, 2_621_440)
 # Seconds a request body may take, plus one for every 64 KB that arrives (gateway.bodylimit).
 GATEWAY_BODY_TIMEOUT = env.float("GATEWAY_BODY_TIMEOUT", default=30.0)
+# Responses answered on /v1/responses are kept (unless the request says store: false) for
+# previous_response_id and GET /v1/responses/{id}; prunelogs deletes those older than this.
+GATEWAY_RESPONSES_RETENTION_DAYS = env.int("GATEWAY_RESPONSES_RETENTION_DAYS", default=30)
 WHITENOISE_USE_FINDERS = True  # admin and dashboard assets are served even before collectstatic

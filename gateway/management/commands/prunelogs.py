@@ -1,15 +1,19 @@
-"""``python manage.py prunelogs --days N``: delete request-log rows (and usage buckets) older than N days."""
+"""``python manage.py prunelogs --days N``: delete request-log rows (and usage buckets) older than N days,
+and stored responses older than ``GATEWAY_RESPONSES_RETENTION_DAYS`` (their own retention: a
+conversation may be meant to outlive the log)."""
 
 from __future__ import annotations
 
 import datetime as dt
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import RequestLog
+from conversations import store
 from dashboard.models import UsageBucket
 
 CHUNK = 5_000
@@ -30,9 +34,13 @@ class Command(BaseCommand):
         old = RequestLog.objects.filter(created_at__lt=cutoff)
         # Buckets wholly before the cutoff: a bucket that straddles it keeps its counts.
         old_buckets = UsageBucket.objects.filter(start__lt=int(cutoff.timestamp()) - 300 + 1)
+        kept_days: int = settings.GATEWAY_RESPONSES_RETENTION_DAYS
+        responses_cutoff = timezone.now() - dt.timedelta(days=max(kept_days, 0))
         if options["dry_run"]:
             self.stdout.write(f"would delete {old.count()} request-log rows and {old_buckets.count()} usage buckets "
                               f"older than {cutoff:%Y-%m-%d %H:%M:%S} UTC")
+            self.stdout.write(f"would delete {store.count_before(responses_cutoff)} stored responses "
+                              f"older than {responses_cutoff:%Y-%m-%d %H:%M:%S} UTC")
             return
         rows = 0
         # In chunks: one huge DELETE would hold the write lock (SQLite) or bloat one transaction for long.
@@ -45,3 +53,5 @@ class Command(BaseCommand):
         buckets = old_buckets.delete()[0]
         self.stdout.write(f"deleted {rows} request-log rows and {buckets} usage buckets "
                           f"older than {cutoff:%Y-%m-%d %H:%M:%S} UTC")
+        responses = store.prune(responses_cutoff, CHUNK)
+        self.stdout.write(f"deleted {responses} stored responses older than {responses_cutoff:%Y-%m-%d %H:%M:%S} UTC")
