@@ -49,8 +49,9 @@ class Entry:
 def _dumps(value: Any) -> str:
     try:
         return orjson.dumps(value).decode()
-    except orjson.JSONEncodeError:  # a lone surrogate: json escapes it
-        return json.dumps(value)
+    except orjson.JSONEncodeError:
+        # A lone surrogate (which no JSON reader takes back) is kept as U+FFFD, so the row can be read.
+        return json.dumps(value, ensure_ascii=False).encode("utf-8", "replace").decode("utf-8", "replace")
 
 
 def _entry(row: StoredResponse) -> Entry:
