@@ -16,7 +16,7 @@ import pytest
 from accounts.config_file import load
 from tests.e2e import clients
 from tests.e2e.conftest import CLIENT_KEY, pool_config
-from tests.servers import Server, received, seen
+from tests.servers import Server, own_gateway, received, seen
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -227,3 +227,18 @@ def test_cancel_is_refused_for_a_finished_response(conversations: openai.OpenAI)
     assert "background" in str(caught.value)
     with pytest.raises(openai.NotFoundError):
         conversations.responses.cancel("resp_never_issued")
+
+
+@pytest.mark.parametrize("upstream", ["anthropic", "responses"])
+def test_a_follow_up_sent_on_the_final_event_finds_the_answer_on_another_process(
+        conversations: openai.OpenAI, django_db_blocker: Any, mock_upstream: Server, upstream: str) -> None:
+    with own_gateway(django_db_blocker) as second:
+        elsewhere = clients.openai_client(second.url, CLIENT_KEY)
+        follow_ups = []
+        for event in conversations.responses.create(model=f"up-{upstream}/mock-text", input="first", stream=True):
+            if event.type == "response.completed":  # the stream has not ended yet: asked at once
+                follow_ups.append(elsewhere.responses.create(
+                    model=f"up-{upstream}/mock-text", input="second", previous_response_id=event.response.id))
+        assert len(follow_ups) == 1
+        if upstream == "anthropic":
+            assert [m["role"] for m in last_body(mock_upstream)["messages"]] == ["user", "assistant", "user"]
