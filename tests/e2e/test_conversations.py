@@ -242,3 +242,15 @@ def test_a_follow_up_sent_on_the_final_event_finds_the_answer_on_another_process
         assert len(follow_ups) == 1
         if upstream == "anthropic":
             assert [m["role"] for m in last_body(mock_upstream)["messages"]] == ["user", "assistant", "user"]
+
+
+def test_bad_conversation_input_is_a_clear_400(conversations: openai.OpenAI, gateway: Server) -> None:
+    headers = {"authorization": f"Bearer {CLIENT_KEY}"}
+    answer = httpx.post(gateway.url + "/v1/responses", headers=headers, timeout=10,
+                        json={"model": "up-anthropic/mock-text", "input": "hi", "previous_response_id": 5})
+    assert answer.status_code == 400 and answer.json()["error"]["param"] == "previous_response_id"
+    stored = conversations.responses.create(model="up-anthropic/mock-text", input="hi")
+    for query, param in (("limit=0", "limit"), ("limit=many", "limit"), ("order=sideways", "order")):
+        listing = httpx.get(f"{gateway.url}/v1/responses/{stored.id}/input_items?{query}", headers=headers)
+        assert listing.status_code == 400 and listing.json()["error"]["param"] == param
+    assert httpx.get(f"{gateway.url}/v1/responses/{stored.id}", timeout=10).status_code == 401
