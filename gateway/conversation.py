@@ -94,6 +94,15 @@ async def previous_of(body: dict[str, Any], key: KeyInfo) -> Previous | None:
                               f"'{wanted[:200]}', is no longer stored.", PARAM) from exc
 
 
+def refuse_background(body: dict[str, Any]) -> None:
+    """The gateway answers in the foreground only: a background response could be neither polled
+    (``GET`` reads what was stored when it was answered) nor cancelled, so it is refused up front."""
+
+    if body.get("background") is True:
+        raise InvalidRequest("background: background responses are not supported by this gateway; "
+                             "send the request without it (stream it to see progress)", "background")
+
+
 def keeps(body: dict[str, Any]) -> bool:
     """Whether the answer is to be kept: the API's default is to store, ``store: false`` opts out."""
 

@@ -85,6 +85,8 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
         key = await authenticate(request, snap, allow_x_api_key, gw.config.find_key)
         await gw.limits.check_rate(key)
         body = parse_body(request)
+        if stateful:
+            conversation.refuse_background(body)
         previous = await conversation.previous_of(body, key) if stateful else None
         ireq = parse_request(proto, previous.expanded(body) if previous is not None else body)
         check_allowed(key, ireq.model)  # before routing: a name the key may not use is not looked up

@@ -254,3 +254,13 @@ def test_bad_conversation_input_is_a_clear_400(conversations: openai.OpenAI, gat
         listing = httpx.get(f"{gateway.url}/v1/responses/{stored.id}/input_items?{query}", headers=headers)
         assert listing.status_code == 400 and listing.json()["error"]["param"] == param
     assert httpx.get(f"{gateway.url}/v1/responses/{stored.id}", timeout=10).status_code == 401
+
+
+@pytest.mark.parametrize("upstream", ["anthropic", "responses"])
+def test_a_background_response_is_refused_up_front(conversations: openai.OpenAI, mock_upstream: Server,
+                                                   upstream: str) -> None:
+    before = len(received(mock_upstream))
+    with pytest.raises(openai.BadRequestError) as caught:
+        conversations.responses.create(model=f"up-{upstream}/mock-text", input="later", background=True)
+    assert caught.value.body["param"] == "background"  # type: ignore[index]
+    assert len(received(mock_upstream)) == before
