@@ -66,3 +66,24 @@ def test_prunelogs_deletes_responses_older_than_their_retention(settings: object
     call_command("prunelogs", "--days", "30", stdout=out)
     assert "deleted 2 stored responses" in out.getvalue()
     assert list(StoredResponse.objects.values_list("response_id", flat=True)) == ["new"]
+
+
+def test_a_chain_longer_than_the_bound_is_refused_not_walked_forever(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store, "MAX_CHAIN", 3)
+    for n in range(6):
+        store.save(entry(f"r{n}", f"r{n - 1}" if n else ""))
+    assert [e.response_id for e in store.chain("r3", 1)] == ["r0", "r1", "r2", "r3"]
+    with pytest.raises(store.MissingLink):
+        store.chain("r5", 1)
+
+
+def test_the_input_of_a_response_is_what_is_still_stored_before_it_then_its_own() -> None:
+    store.save(entry("r1"))
+    store.save(entry("r2", "r1"))
+    store.save(entry("r3", "r2"))
+    found = store.find_with_input("r3", 1)
+    assert found is not None
+    assert [i["id"] for i in found[1]] == ["in-r1", "out-r1", "in-r2", "out-r2", "in-r3"]
+    store.delete("r1", 1)
+    found = store.find_with_input("r3", 1)
+    assert found is not None and [i["id"] for i in found[1]] == ["in-r2", "out-r2", "in-r3"]
