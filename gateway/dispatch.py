@@ -393,7 +393,8 @@ class _StreamWriter:
             # message and a syscall, and these events arrived together anyway.
             # Bytes on the wire now, even before the first token.
             opening = b"".join([self._feed(batch) for batch in first])
-            await self._keep()
+            if not self.kept:
+                await self._keep()
             yield opening or sse.comment()
             while True:
                 wait = min(self.keepalive, stream.idle_timeout - stream.idle_for())
@@ -409,11 +410,13 @@ class _StreamWriter:
                     yield sse.comment()
                     continue
                 out = self._feed(item)
-                await self._keep()
+                if not self.kept:  # not a coroutine per batch when there is nothing to keep
+                    await self._keep()
                 if out:
                     yield out
             out = self._sent(self.client.finish())
-            await self._keep()
+            if not self.kept:
+                await self._keep()
             if out:
                 yield out
         except asyncio.CancelledError:
@@ -436,7 +439,7 @@ class _StreamWriter:
         """Store the answer once its whole object is known, before the event that ends it goes out:
         a follow-up the client sends on that event then finds it, on whatever process serves it."""
 
-        if not self.kept and self.client.final is not None:
+        if self.client.final is not None:
             self.kept = True
             await conversation.keep(self.ex, self.client.final, self.upstream_id)
 
