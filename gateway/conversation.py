@@ -54,13 +54,20 @@ class Previous:
     def id(self) -> str:
         return self.entries[-1].response_id
 
-    def items(self) -> list[dict[str, Any]]:
-        return store.conversation(self.entries)
+    def items(self, provider_id: int) -> list[dict[str, Any]]:
+        """The conversation for an upstream of ``provider_id``: reasoning signed by another provider
+        goes without its signature, which that upstream would refuse."""
 
-    def expanded(self, body: dict[str, Any]) -> dict[str, Any]:
+        out: list[dict[str, Any]] = []
+        for entry in self.entries:
+            said = store.conversation([entry])
+            out.extend(said if entry.provider_id == provider_id else items.unsigned(said))
+        return out
+
+    def expanded(self, body: dict[str, Any], provider_id: int) -> dict[str, Any]:
         """The client's body with the conversation written out (for the request's parser)."""
 
-        return items.expanded(body, self.items())
+        return items.expanded(body, self.items(provider_id))
 
     def forwardable(self, provider_id: int, account_id: int) -> bool:
         """The upstream account that answered the previous response is the one asked now."""
@@ -74,7 +81,7 @@ class Previous:
 
         if self.forwardable(provider_id, account_id):
             return {**body, PARAM: self.entries[-1].upstream_response_id}
-        return items.expanded(body, items.replayable(self.items()))
+        return items.expanded(body, items.replayable(self.items(provider_id)))
 
 
 async def previous_of(body: dict[str, Any], key: KeyInfo) -> Previous | None:

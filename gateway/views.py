@@ -88,9 +88,11 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
         if stateful:
             conversation.refuse_background(body)
         previous = await conversation.previous_of(body, key) if stateful else None
-        ireq = parse_request(proto, previous.expanded(body) if previous is not None else body)
+        ireq = parse_request(proto, body)
         check_allowed(key, ireq.model)  # before routing: a name the key may not use is not looked up
         route = resolve(ireq.model, snap)
+        if previous is not None:  # the conversation as the routed provider may be sent it
+            ireq = parse_request(proto, previous.expanded(body, route.provider.id))
         ex = Exchange(new_id("req_"), proto, key, body, ireq, route, request.headers,
                       request.META.get("QUERY_STRING", ""), previous, stateful and conversation.keeps(body))
         ex.hold = await gw.limits.admit(key, ex.request_id, request_estimate(

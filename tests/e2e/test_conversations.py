@@ -264,3 +264,23 @@ def test_a_background_response_is_refused_up_front(conversations: openai.OpenAI,
         conversations.responses.create(model=f"up-{upstream}/mock-text", input="later", background=True)
     assert caught.value.body["param"] == "background"  # type: ignore[index]
     assert len(received(mock_upstream)) == before
+
+
+def test_a_conversation_moved_to_another_provider_keeps_the_reasoning_text_but_not_its_signature(
+        conversations: openai.OpenAI, mock_upstream: Server) -> None:
+    first = ask(conversations, False, model="up-anthropic/mock-reasoning", input="Plan a trip",
+                reasoning={"effort": "low"})
+    signature = reasoning_of(first).encrypted_content
+    assert signature
+    back_home = ask(conversations, False, model="up-anthropic/mock-text", input="and then?",
+                    previous_response_id=first.id)
+    assert signature in str(last_body(mock_upstream)["messages"][1]), "its own provider gets the signature"
+    ask(conversations, False, model="up-responses/mock-text", input="and then?", previous_response_id=back_home.id)
+    sent = last_body(mock_upstream)
+    assert signature not in str(sent) and "previous_response_id" not in sent
+    assert [i.get("role") for i in sent["input"]] == ["user", "assistant", "user", "assistant", "user"]
+    ask(conversations, False, model="up-openai_chat/mock-text", input="and then?", previous_response_id=back_home.id)
+    sent = last_body(mock_upstream)
+    assert signature not in str(sent)
+    assert [m["role"] for m in sent["messages"]] == ["user", "assistant", "user", "assistant", "user"]
+    assert first.output_text in str(sent["messages"][1])

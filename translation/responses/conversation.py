@@ -2,7 +2,8 @@
 ``previous_response_id`` stands for once the conversation it names is written out.
 
 Per the Responses API, a follow-up inherits the previous responses' input and output items, in
-order, but not their ``instructions``. Expanded for a Responses upstream that never saw the
+order, but not their ``instructions``. Reasoning keeps its signature (``encrypted_content``) only
+towards the provider that signed it. Expanded for a Responses upstream that never saw the
 conversation, items lose their ``id`` (an upstream accepts only ids it issued itself) and a
 reasoning item without ``encrypted_content`` is left out (only its id could replay it).
 """
@@ -34,6 +35,14 @@ def input_items(body: dict[str, Any]) -> list[dict[str, Any]]:
             out.append({"type": kind, "id": new_id(_ID_PREFIX.get(kind, "item_")), **{
                 k: v for k, v in item.items() if k != "id"}})
     return out
+
+
+def unsigned(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``items`` without the reasoning signatures (``encrypted_content``) they carry: another
+    provider's signature is refused by an upstream (it verifies only its own), the reasoning text stays."""
+
+    return [{k: v for k, v in item.items() if k != "encrypted_content"} if item.get("type") == "reasoning" else item
+            for item in items]
 
 
 def replayable(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
