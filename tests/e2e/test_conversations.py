@@ -266,7 +266,7 @@ def test_a_background_response_is_refused_up_front(conversations: openai.OpenAI,
     assert len(received(mock_upstream)) == before
 
 
-def test_a_conversation_moved_to_another_provider_keeps_the_reasoning_text_but_not_its_signature(
+def test_a_conversation_moved_to_another_provider_goes_whole_but_without_the_first_ones_signature(
         conversations: openai.OpenAI, mock_upstream: Server) -> None:
     first = ask(conversations, False, model="up-anthropic/mock-reasoning", input="Plan a trip",
                 reasoning={"effort": "low"})
