@@ -6,10 +6,11 @@ table, never imports the views, which take the app object.
 
 from __future__ import annotations
 
-from . import views
+from . import stored, views
 from .routes import Route, RouteTable
 
 POST, GET = frozenset({"POST"}), frozenset({"GET", "HEAD"})
+GET_DELETE = GET | {"DELETE"}
 
 
 def api_routes() -> RouteTable:
@@ -18,6 +19,9 @@ def api_routes() -> RouteTable:
         Route("/v1/messages", views.messages, "anthropic", POST),
         Route("/v1/messages/count_tokens", views.count_tokens, "anthropic", POST),
         Route("/v1/responses", views.responses, "responses", POST),
+        Route("/v1/responses/{response_id}", stored.response, "responses", GET_DELETE),
+        Route("/v1/responses/{response_id}/input_items", stored.input_items, "responses", GET),
+        Route("/v1/responses/{response_id}/cancel", stored.cancel, "responses", POST),
         Route("/v1/models", views.models, "openai_chat", GET),
         Route("/v1/models/{model_id...}", views.model, "openai_chat", GET),
         Route("/healthz", views.healthz, None, GET, served_when_stopping=True),

@@ -3,7 +3,7 @@ events (translated), or the upstream's own events (passed through) — and how e
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from translation import ir
 from translation.passthrough import Tap
@@ -21,6 +21,11 @@ class ClientStream(Protocol):
     def finish(self) -> bytes:
         """The upstream's body ended."""
 
+    @property
+    def final(self) -> dict[str, Any] | None:
+        """The whole response object the client's stream ended with, when its protocol has one
+        (``translation.streams.StreamEncoder.final``)."""
+
 
 class Encoding:
     __slots__ = ("_encoder",)
@@ -37,6 +42,10 @@ class Encoding:
 
     def finish(self) -> bytes:
         return b"".join(self._encoder.finish())
+
+    @property
+    def final(self) -> dict[str, Any] | None:
+        return self._encoder.final
 
 
 class Forwarding:
@@ -67,3 +76,7 @@ class Forwarding:
             return b""
         self._ended = True
         return self._tap.ending(None)
+
+    @property
+    def final(self) -> dict[str, Any] | None:
+        return self._tap.final

@@ -38,6 +38,7 @@ from translation.fold import Folder
 from translation.passthrough import model_rewrite
 from translation.protocol import EncodeContext, ProtocolModule
 
+from . import conversation
 from .clientstream import ClientStream, Encoding, Forwarding
 from .errors import (InvalidRequest, NestingTooDeep, NoAccounts, UpstreamFailed, UpstreamUnavailable, passable,
                      upstream_message)
@@ -74,6 +75,9 @@ class Exchange:
     # The client's headers and query string: what of them reaches the upstream is gateway.forwarding's call.
     headers: Mapping[str, str] = field(default_factory=dict)
     query: str = ""
+    # Responses: the conversation previous_response_id names, and whether the answer is kept (gateway.conversation).
+    previous: conversation.Previous | None = None
+    keep: bool = False
     started: float = field(default_factory=time.monotonic)
     record: LogRecord = field(init=False)
     # What the request holds against its key's limits; whoever ends the request settles it.
@@ -113,13 +117,17 @@ class _Retry(Exception):
         self.failure = failure
 
 
-def upstream_request(ex: Exchange, proto: ProtocolModule) -> tuple[bytes, Forwarded]:
-    """The upstream's body, and the headers and query string that go with it."""
+def upstream_request(ex: Exchange, proto: ProtocolModule, account_id: int = 0) -> tuple[bytes, Forwarded]:
+    """The upstream's body, and the headers and query string that go with it; ``account_id``: the
+    account it goes to, which matters only to a passthrough that continues a stored conversation."""
 
     provider, model = ex.route.provider, ex.route.upstream_model
     if ex.passthrough:
         # Same protocol: the client's own body, so fields we don't model still reach the upstream.
-        body = proto.passthrough_request(ex.body, model, provider.caps)
+        client_body = ex.body
+        if ex.previous is not None:
+            client_body = ex.previous.passthrough_body(ex.body, provider.id, account_id)
+        body = proto.passthrough_request(client_body, model, provider.caps)
         betas: list[str] = []
     else:
         try:
@@ -139,6 +147,7 @@ async def dispatch(gw: Gateway, ex: Exchange) -> HttpResponse | StreamingHttpRes
     provider = ex.route.provider
     proto = registry.get(provider.protocol)
     body, fwd = upstream_request(ex, proto)
+    per_account = ex.passthrough and ex.previous is not None  # the previous response's account gets its id
     tried: list[int] = []
     last_network_error: NetworkFailure | None = None
     last_failure: UpstreamFailed | None = None
@@ -148,6 +157,8 @@ async def dispatch(gw: Gateway, ex: Exchange) -> HttpResponse | StreamingHttpRes
             break
         tried.append(account.pk)
         ex.record.account_id = account.pk
+        if per_account:
+            body, fwd = upstream_request(ex, proto, account.pk)
         secret = account.get_secret()
         attempt = Attempt(account.pk, account.label, None, Verdict.OK, 0)
         ex.record.attempts.append(attempt)
@@ -274,9 +285,13 @@ async def _json(gw: Gateway, ex: Exchange, proto: ProtocolModule, response: Upst
     if ex.passthrough:
         rewrite = model_rewrite(ex.route.upstream_model, ex.request.model)
         out = orjson.dumps(obj) if rewrite is not None and rewrite.in_object(obj) else raw
+        answer = obj
     else:
         ctx = EncodeContext(model=ex.request.model, request=ex.request, body=ex.body)
-        out = orjson.dumps(ex.client.render_response(resp, ctx))  # once, for the client and the log
+        answer = ex.client.render_response(resp, ctx)
+        out = orjson.dumps(answer)  # once, for the client and the log
+    if ex.keep and isinstance(answer, dict):
+        await conversation.keep(ex, answer, resp.id)
     _finish_record(ex, 200, resp.usage, resp.finish)
     ex.record.response_body = gw.log.keep_body(out)
     gw.log.submit(ex.record)
@@ -332,6 +347,8 @@ class _StreamWriter:
         self.keepalive = keepalive
         self.log_writer = log_writer
         self.tap = Folder()
+        self.upstream_id: str | None = None  # the upstream's own response id, as its stream gave it
+        self.kept = not ex.keep  # nothing to keep, or kept already
         self.status = 200
         self.error_class = ErrorClass.NONE
         self.logged = False
@@ -345,7 +362,9 @@ class _StreamWriter:
 
     def _note(self, events: list[ir.Event]) -> None:
         for event in events:
-            if isinstance(event, ir.BlockDelta):
+            if isinstance(event, ir.MessageStart):
+                self.upstream_id = self.upstream_id or event.id
+            elif isinstance(event, ir.BlockDelta):
                 if self.spelled is not None:
                     self.spelled.feed(event)
             elif isinstance(event, (ir.Usage, ir.Finish, ir.Error)):
@@ -373,7 +392,10 @@ class _StreamWriter:
             # What one upstream read brought goes out as one write: each write costs the server a
             # message and a syscall, and these events arrived together anyway.
             # Bytes on the wire now, even before the first token.
-            yield b"".join([self._feed(batch) for batch in first]) or sse.comment()
+            opening = b"".join([self._feed(batch) for batch in first])
+            if not self.kept:
+                await self._keep()
+            yield opening or sse.comment()
             while True:
                 wait = min(self.keepalive, stream.idle_timeout - stream.idle_for())
                 item = await stream.next(wait)
@@ -388,9 +410,13 @@ class _StreamWriter:
                     yield sse.comment()
                     continue
                 out = self._feed(item)
+                if not self.kept:  # not a coroutine per batch when there is nothing to keep
+                    await self._keep()
                 if out:
                     yield out
             out = self._sent(self.client.finish())
+            if not self.kept:
+                await self._keep()
             if out:
                 yield out
         except asyncio.CancelledError:
@@ -408,6 +434,14 @@ class _StreamWriter:
         finally:
             stream.close()
             self._log()
+
+    async def _keep(self) -> None:
+        """Store the answer once its whole object is known, before the event that ends it goes out:
+        a follow-up the client sends on that event then finds it, on whatever process serves it."""
+
+        if self.client.final is not None:
+            self.kept = True
+            await conversation.keep(self.ex, self.client.final, self.upstream_id)
 
     def abandon(self) -> None:
         if not self.logged:

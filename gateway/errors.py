@@ -65,6 +65,14 @@ class NotFound(GatewayError):
     error_class = ErrorClass.INVALID_REQUEST
 
 
+class UnknownResponse(GatewayError):
+    """A stored response id the gateway does not know for this client key (OpenAI answers it so)."""
+
+    status = 404
+    error_type = "invalid_request_error"
+    error_class = ErrorClass.INVALID_REQUEST
+
+
 class MethodNotAllowed(GatewayError):
     status = 405
     error_type = "invalid_request_error"

@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "gateway",
     "dashboard",
     "alerts",
+    "conversations",
 ]
 
 MIDDLEWARE = [
@@ -194,4 +195,7 @@ GATEWAY_METRICS_TOKEN = env("GATEWAY_METRICS_TOKEN", default="")
 # up to an hour; 8 tries), and the most one POST may take.
 GATEWAY_ALERT_RETRY_SECONDS = env.float("GATEWAY_ALERT_RETRY_SECONDS", default=10.0)
 GATEWAY_ALERT_TIMEOUT = env.float("GATEWAY_ALERT_TIMEOUT", default=10.0)
+# Responses answered on /v1/responses are kept (unless the request says store: false) for
+# previous_response_id and GET /v1/responses/{id}; prunelogs deletes those older than this.
+GATEWAY_RESPONSES_RETENTION_DAYS = env.int("GATEWAY_RESPONSES_RETENTION_DAYS", default=30)
 WHITENOISE_USE_FINDERS = True  # admin and dashboard assets are served even before collectstatic

@@ -21,6 +21,7 @@ from translation import ir, registry, sse
 from translation.ids import new_id
 from translation.protocol import ProtocolModule
 
+from . import conversation
 from .app import Gateway
 from .auth import authenticate
 from .count_tokens import count_input_tokens
@@ -75,7 +76,10 @@ def _log_rejected(gw: Gateway, proto: ProtocolModule, key: KeyInfo, body: Any, e
     ))
 
 
-async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_api_key: bool) -> HttpResponseBase:
+async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_api_key: bool,
+                   stateful: bool = False) -> HttpResponseBase:
+    """``stateful``: the protocol keeps conversations (Responses: ``previous_response_id``, ``store``)."""
+
     proto = registry.get(proto_name)
     key: KeyInfo | None = None
     body: Any = None
@@ -85,11 +89,16 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
         key = await authenticate(request, snap, allow_x_api_key, gw.config.find_key)
         await gw.limits.check_rate(key)
         body = parse_body(request)
+        if stateful:
+            conversation.refuse_background(body)
+        previous = await conversation.previous_of(body, key) if stateful else None
         ireq = parse_request(proto, body)
         check_allowed(key, ireq.model)  # before routing: a name the key may not use is not looked up
         route = resolve(ireq.model, snap)
+        if previous is not None:  # the conversation as the routed provider may be sent it
+            ireq = parse_request(proto, previous.expanded(body, route.provider.id))
         ex = Exchange(new_id("req_"), proto, key, body, ireq, route, request.headers,
-                      request.META.get("QUERY_STRING", ""))
+                      request.META.get("QUERY_STRING", ""), previous, stateful and conversation.keeps(body))
         prices = route.provider.prices
         ex.hold = await gw.limits.admit(key, ex.request_id, request_estimate(
             proto.NAME, body, ireq, len(request.body), gw.options.reserve_output_tokens, prices,
@@ -133,7 +142,7 @@ async def messages(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
 
 
 async def responses(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
-    return await api_call(gw, request, "responses", allow_x_api_key=False)
+    return await api_call(gw, request, "responses", allow_x_api_key=False, stateful=True)
 
 
 async def count_tokens(gw: Gateway, request: HttpRequest) -> HttpResponseBase:

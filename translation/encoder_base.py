@@ -10,7 +10,7 @@ like on their wire.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import assert_never
+from typing import Any, assert_never
 
 from . import ir
 
@@ -22,6 +22,7 @@ class EncoderBase(ABC):
         self._done = False
         self._usage = ir.Usage()
         self._finish: ir.Finish | None = None
+        self.final: dict[str, Any] | None = None  # see streams.StreamEncoder
 
     def feed(self, event: ir.Event) -> list[bytes]:
         if self._done:

@@ -100,6 +100,7 @@ class Tap(ABC):
         self.broken = False  # an unreadable event was met: nothing after it is forwarded
         self.finished = False  # the upstream reported how the response finished (IR Finish)
         self.reported_error: ir.Error | None = None  # one the upstream reported in its protocol (forwarded)
+        self.final: dict[str, Any] | None = None  # as streams.StreamEncoder.final, of the forwarded stream
 
     def feed(self, event: SSEEvent) -> tuple[list[ir.Event], bytes]:
         events = self.decoder.feed(event)

@@ -4,7 +4,7 @@ module, which makes taps, do not import each other."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from . import ir
 from .sse import SSEEvent
@@ -27,6 +27,10 @@ class StreamEncoder(Protocol):
     whatever the upstream did; after it (or after an ``ir.Error``) the encoder
     emits nothing more.
     """
+
+    # The whole response object the stream ended with, in a protocol whose terminal event carries one
+    # (Responses' response.completed / response.incomplete); None until then, and in other protocols.
+    final: dict[str, Any] | None
 
     def feed(self, event: ir.Event) -> list[bytes]: ...
 

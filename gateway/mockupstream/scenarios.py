@@ -430,6 +430,7 @@ class NonstandardChatEncoder:
     def __init__(self) -> None:
         self.id = f"stream:chat:{uuid.uuid4()}"
         self.reason = "stop"
+        self.final: dict[str, Any] | None = None  # Chat has no whole object at the end
 
     def feed(self, event: ir.Event) -> list[bytes]:
         if isinstance(event, ir.BlockDelta) and event.kind == "text":

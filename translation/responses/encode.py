@@ -78,6 +78,7 @@ class ResponsesStreamEncoder(EncoderBase):
         reason = incomplete_reason_for(finish, self._refusal_shown)
         status = "incomplete" if reason else "completed"
         response = self._response(status, render_usage(self._usage), incomplete_reason=reason)
+        self.final = response
         out.append(self._event(f"response.{status}", {"response": response}))
 
     def _error_ending(self, error: ir.Error, out: list[bytes]) -> None:

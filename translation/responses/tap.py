@@ -21,6 +21,7 @@ from .partial import PartialOutput
 _LIFECYCLE = frozenset({"response.created", "response.in_progress", "response.queued", "response.completed",
                         "response.incomplete", "response.failed"})
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+_ANSWERED = frozenset({"response.completed", "response.incomplete"})
 
 
 class ResponsesTap(Tap):
@@ -44,7 +45,10 @@ class ResponsesTap(Tap):
         if not isinstance(response, dict):
             return sse.frame(event)
         self._response = response
-        if self.rewrite is None or not self.rewrite.in_object(response):
+        rewritten = self.rewrite is not None and self.rewrite.in_object(response)
+        if name in _ANSWERED:
+            self.final = response
+        if not rewritten:
             return sse.frame(event)
         return sse.frame(SSEEvent(sse.dumps(obj), event.event, event.id))
 

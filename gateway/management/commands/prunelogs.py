@@ -1,15 +1,19 @@
-"""``python manage.py prunelogs --days N``: delete request-log rows (and usage and spend buckets) older than N days."""
+"""``python manage.py prunelogs --days N``: delete request-log rows (and usage and spend buckets) older than N
+days, and stored responses older than ``GATEWAY_RESPONSES_RETENTION_DAYS`` (their own retention: a
+conversation may be meant to outlive the log)."""
 
 from __future__ import annotations
 
 import datetime as dt
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import RequestLog
+from conversations import store
 from dashboard.models import SpendBucket, UsageBucket
 
 CHUNK = 5_000
@@ -31,10 +35,14 @@ class Command(BaseCommand):
         # Buckets wholly before the cutoff: a bucket that straddles it keeps its counts.
         before = int(cutoff.timestamp()) - 300 + 1
         old_buckets = [UsageBucket.objects.filter(start__lt=before), SpendBucket.objects.filter(start__lt=before)]
+        kept_days: int = settings.GATEWAY_RESPONSES_RETENTION_DAYS
+        responses_cutoff = timezone.now() - dt.timedelta(days=max(kept_days, 0))
         if options["dry_run"]:
             counted = sum(b.count() for b in old_buckets)
             self.stdout.write(f"would delete {old.count()} request-log rows and {counted} usage buckets "
                               f"older than {cutoff:%Y-%m-%d %H:%M:%S} UTC")
+            self.stdout.write(f"would delete {store.count_before(responses_cutoff)} stored responses "
+                              f"older than {responses_cutoff:%Y-%m-%d %H:%M:%S} UTC")
             return
         rows = 0
         # In chunks: one huge DELETE would hold the write lock (SQLite) or bloat one transaction for long.
@@ -47,3 +55,5 @@ class Command(BaseCommand):
         buckets = sum(b.delete()[0] for b in old_buckets)
         self.stdout.write(f"deleted {rows} request-log rows and {buckets} usage buckets "
                           f"older than {cutoff:%Y-%m-%d %H:%M:%S} UTC")
+        responses = store.prune(responses_cutoff, CHUNK)
+        self.stdout.write(f"deleted {responses} stored responses older than {responses_cutoff:%Y-%m-%d %H:%M:%S} UTC")

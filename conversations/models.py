@@ -1,0 +1,31 @@
+"""Responses the gateway answered on ``/v1/responses``, kept so that ``previous_response_id`` works on
+every upstream and so that a client can read them back (``GET /v1/responses/{id}``).
+
+JSON is kept as text written by orjson, not in a JSONField: PostgreSQL's jsonb refuses the
+``\\u0000`` escape that a model's text may carry, text does not.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class StoredResponse(models.Model):
+    # The id the client was given: the upstream's own on a Responses passthrough, the gateway's otherwise.
+    response_id = models.CharField(max_length=200, unique=True)
+    client_key_id = models.BigIntegerField(null=True, db_index=True)
+    previous_response_id = models.CharField(max_length=200, blank=True, default="")
+    model = models.CharField(max_length=200, blank=True, default="")
+    upstream_protocol = models.CharField(max_length=20, blank=True, default="")
+    provider_id = models.BigIntegerField(null=True)
+    account_id = models.BigIntegerField(null=True)
+    upstream_response_id = models.CharField(max_length=200, blank=True, default="")
+    input_items = models.TextField(default="[]")  # this request's own input, as items (JSON)
+    response = models.TextField(default="{}")  # the response object as the client got it (JSON)
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.response_id

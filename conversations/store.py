@@ -1,0 +1,155 @@
+"""Stored responses: written after an answer, read for a follow-up and by the read-back endpoints.
+
+Synchronous: the gateway calls these through ``accounts.db.hop``. Every read is scoped to the
+client key that created the response; another key's id reads as unknown.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from .models import StoredResponse
+
+MAX_CHAIN = 10_000  # a longer chain of previous_response_id is refused rather than walked
+
+
+class MissingLink(Exception):
+    """A response of the chain is not (or no longer) stored: deleted, pruned, or never stored."""
+
+    def __init__(self, response_id: str) -> None:
+        super().__init__(response_id)
+        self.response_id = response_id
+
+
+@dataclass
+class Entry:
+    response_id: str
+    client_key_id: int | None
+    response: dict[str, Any]
+    input_items: list[dict[str, Any]] = field(default_factory=list)
+    previous_response_id: str = ""
+    model: str = ""
+    upstream_protocol: str = ""
+    provider_id: int | None = None
+    account_id: int | None = None
+    upstream_response_id: str = ""
+
+    def output(self) -> list[dict[str, Any]]:
+        items = self.response.get("output")
+        return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
+def _dumps(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:
+        # A lone surrogate (which no JSON reader takes back) is kept as U+FFFD, so the row can be read.
+        return json.dumps(value, ensure_ascii=False).encode("utf-8", "replace").decode("utf-8", "replace")
+
+
+def _entry(row: StoredResponse) -> Entry:
+    return Entry(response_id=row.response_id, client_key_id=row.client_key_id, response=orjson.loads(row.response),
+                 input_items=orjson.loads(row.input_items), previous_response_id=row.previous_response_id,
+                 model=row.model, upstream_protocol=row.upstream_protocol, provider_id=row.provider_id,
+                 account_id=row.account_id, upstream_response_id=row.upstream_response_id)
+
+
+def save(entry: Entry) -> None:
+    values = dict(client_key_id=entry.client_key_id, previous_response_id=entry.previous_response_id,
+                  model=entry.model[:200], upstream_protocol=entry.upstream_protocol, provider_id=entry.provider_id,
+                  account_id=entry.account_id, upstream_response_id=entry.upstream_response_id[:200],
+                  input_items=_dumps(entry.input_items), response=_dumps(entry.response), created_at=timezone.now())
+    try:
+        with transaction.atomic():
+            StoredResponse.objects.create(response_id=entry.response_id, **values)
+    except IntegrityError:
+        # The same id again (an upstream that repeats ids): the newer answer is the one the client holds.
+        StoredResponse.objects.filter(response_id=entry.response_id).update(**values)
+
+
+def find(response_id: str, client_key_id: int | None) -> Entry | None:
+    row = StoredResponse.objects.filter(response_id=response_id, client_key_id=client_key_id).first()
+    return _entry(row) if row is not None else None
+
+
+# One query for the whole chain, not one per link: a link per query cost 0.4 ms on SQLite, 120 ms
+# for a conversation of 300 turns (2 KB a turn); this query reads it in 17 ms, mostly decoding JSON.
+# Both SQLite and PostgreSQL take this recursive CTE.
+_CHAIN = """
+WITH RECURSIVE link(id, previous_response_id, depth) AS (
+    SELECT id, previous_response_id, 0 FROM {table} WHERE response_id = %s AND client_key_id = %s
+    UNION ALL
+    SELECT r.id, r.previous_response_id, link.depth + 1 FROM {table} r
+    JOIN link ON r.response_id = link.previous_response_id AND r.client_key_id = %s
+    WHERE link.previous_response_id <> '' AND link.depth < %s
+)
+SELECT {table}.* FROM {table} JOIN link ON {table}.id = link.id ORDER BY link.depth DESC
+"""
+
+
+def _walk(response_id: str, client_key_id: int | None) -> tuple[list[Entry], str]:
+    """The response and those before it that are stored, oldest first, and the id of the first one
+    missing going back ("" when the chain reaches its start)."""
+
+    sql = _CHAIN.format(table=StoredResponse._meta.db_table)
+    rows = list(StoredResponse.objects.raw(sql, [response_id, client_key_id, client_key_id, MAX_CHAIN]))
+    if not rows:
+        return [], response_id
+    return [_entry(row) for row in rows], rows[0].previous_response_id
+
+
+def chain(response_id: str, client_key_id: int | None) -> list[Entry]:
+    """The response and every one before it, oldest first; MissingLink names the first one missing
+    (or the last one read, past MAX_CHAIN links)."""
+
+    entries, missing = _walk(response_id, client_key_id)
+    if missing:
+        raise MissingLink(missing)
+    return entries
+
+
+def conversation(entries: list[Entry]) -> list[dict[str, Any]]:
+    """The items a chain stands for: each response's input, then its output, in order."""
+
+    return [item for entry in entries for item in (*entry.input_items, *entry.output())]
+
+
+def delete(response_id: str, client_key_id: int | None) -> bool:
+    return StoredResponse.objects.filter(response_id=response_id, client_key_id=client_key_id).delete()[0] > 0
+
+
+def prune(cutoff: dt.datetime, chunk: int = 5_000) -> int:
+    """Delete responses stored before ``cutoff``, in chunks (one huge DELETE holds the write lock long)."""
+
+    old = StoredResponse.objects.filter(created_at__lt=cutoff)
+    deleted = 0
+    while True:
+        ids = list(old.order_by("created_at").values_list("id", flat=True)[:chunk])
+        if not ids:
+            return deleted
+        with transaction.atomic():
+            deleted += StoredResponse.objects.filter(id__in=ids).delete()[0]
+
+
+def count_before(cutoff: dt.datetime) -> int:
+    return StoredResponse.objects.filter(created_at__lt=cutoff).count()
+
+
+def input_of(entry: Entry) -> list[dict[str, Any]]:
+    """What the model was given for ``entry``: the conversation before it (as far as it is still
+    stored), then its own input."""
+
+    before = _walk(entry.previous_response_id, entry.client_key_id)[0] if entry.previous_response_id else []
+    return [*conversation(before), *entry.input_items]
+
+
+def find_with_input(response_id: str, client_key_id: int | None) -> tuple[Entry, list[dict[str, Any]]] | None:
+    entry = find(response_id, client_key_id)
+    return (entry, input_of(entry)) if entry is not None else None
