@@ -39,6 +39,8 @@ class Options:
     lease_ttl: float = 10.0
     redis_url: str = ""
     database_vendor: str = "sqlite"  # "sqlite" | "postgresql": which pool the app builds
+    # What compaction summaries are sealed with (gateway.sealing); kept out of any repr.
+    sealing_key: str = dataclasses.field(default="", repr=False)
 
     @classmethod
     def from_settings(cls, settings: Any) -> Options:
@@ -68,6 +70,7 @@ class Options:
             lease_ttl=settings.GATEWAY_LEASE_TTL,
             redis_url=settings.REDIS_URL,
             database_vendor="postgresql" if engine.endswith("postgresql") else "sqlite",
+            sealing_key=settings.GATEWAY_ENCRYPTION_KEY or settings.SECRET_KEY,
         )
 
     def replace(self, **changes: Any) -> Options:
