@@ -18,6 +18,7 @@ def api_routes() -> RouteTable:
         Route("/v1/messages", views.messages, "anthropic", POST),
         Route("/v1/messages/count_tokens", views.count_tokens, "anthropic", POST),
         Route("/v1/responses", views.responses, "responses", POST),
+        Route("/v1/responses/compact", views.responses_compact, "responses", POST),
         Route("/v1/models", views.models, "openai_chat", GET),
         Route("/v1/models/{model_id...}", views.model, "openai_chat", GET),
         Route("/healthz", views.healthz, None, GET, served_when_stopping=True),

@@ -74,6 +74,8 @@ class Exchange:
     # The client's headers and query string: what of them reaches the upstream is gateway.forwarding's call.
     headers: Mapping[str, str] = field(default_factory=dict)
     query: str = ""
+    # Where on the provider the body goes when not the protocol's own PATH (``/responses/compact``).
+    upstream_path: str | None = None
     started: float = field(default_factory=time.monotonic)
     record: LogRecord = field(init=False)
     # What the request holds against its key's limits; whoever ends the request settles it.
@@ -153,7 +155,7 @@ async def dispatch(gw: Gateway, ex: Exchange) -> HttpResponse | StreamingHttpRes
         ex.record.attempts.append(attempt)
         t0 = time.monotonic()
         try:
-            return await _attempt(gw, ex, proto, UpstreamTarget(provider, secret, proto.PATH, fwd),
+            return await _attempt(gw, ex, proto, UpstreamTarget(provider, secret, ex.upstream_path or proto.PATH, fwd),
                                   body, attempt, secret)
         except _Retry as retry:
             last_network_error, last_failure = retry.unreachable, retry.failure

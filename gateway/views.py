@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from django.db import connection
@@ -20,6 +21,7 @@ from translation.ids import new_id
 from translation.protocol import ProtocolModule
 
 from .app import Gateway
+from . import compaction
 from .auth import authenticate
 from .count_tokens import count_input_tokens
 from .dispatch import Exchange, dispatch
@@ -73,7 +75,11 @@ def _log_rejected(gw: Gateway, proto: ProtocolModule, key: KeyInfo, body: Any, e
     ))
 
 
-async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_api_key: bool) -> HttpResponseBase:
+Serve = Callable[[Gateway, Exchange], Awaitable[HttpResponseBase]]
+
+
+async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_api_key: bool,
+                   serve: Serve = dispatch) -> HttpResponseBase:
     proto = registry.get(proto_name)
     key: KeyInfo | None = None
     body: Any = None
@@ -91,7 +97,7 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
         ex.hold = await gw.limits.admit(key, ex.request_id, request_estimate(
             proto.NAME, body, ireq, len(request.body), gw.options.reserve_output_tokens))
         ex.record.request_body = gw.log.keep_body(request.body)
-        return await dispatch(gw, ex)
+        return await serve(gw, ex)
     except (GatewayError, DatabaseUnavailable) as exc:
         err = exc if isinstance(exc, GatewayError) else unavailable(exc)
         if ex is not None:
@@ -129,7 +135,34 @@ async def messages(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
 
 
 async def responses(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
-    return await api_call(gw, request, "responses", allow_x_api_key=False)
+    return await api_call(gw, request, "responses", allow_x_api_key=False, serve=_serve_responses)
+
+
+async def responses_compact(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
+    return await api_call(gw, request, "responses", allow_x_api_key=False, serve=_serve_compact)
+
+
+async def _serve_responses(gw: Gateway, ex: Exchange) -> HttpResponseBase:
+    """A Responses upstream reads compaction items and triggers itself; for any other the gateway
+    answers the trigger and opens the items it sealed (``gateway.compaction``)."""
+
+    if ex.passthrough:
+        return await dispatch(gw, ex)
+    if compaction.wants_compaction(ex.body):
+        item, usage = await compaction.summarise(gw, ex, parse_request)
+        return compaction.trigger_answer(ex, item, usage)
+    expanded = compaction.expand(ex.body, gw.sealer)
+    if expanded is not None:
+        ex.body, ex.request = expanded, parse_request(ex.client, expanded)
+    return await dispatch(gw, ex)
+
+
+async def _serve_compact(gw: Gateway, ex: Exchange) -> HttpResponseBase:
+    if ex.passthrough:
+        ex.upstream_path = compaction.COMPACT_PATH
+        return await dispatch(gw, ex)
+    item, usage = await compaction.summarise(gw, ex, parse_request)
+    return json_response(compaction.compacted(ex.body, item, usage))
 
 
 async def count_tokens(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
