@@ -112,14 +112,25 @@ def test_compact_through_a_responses_upstream_is_forwarded(pool: Any, gateway: S
     assert bodies(mock_upstream, "/v1/responses")[-1]["input"][0] == item
 
 
+SHELL = {"type": "function", "name": "exec_command", "description": "Run a command",
+         "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}}
+# As Codex sends it: the tools, and a history with a tool call in it.
+TOOL_TURN: list[Any] = [
+    {"type": "function_call", "call_id": "call_1", "name": "exec_command", "arguments": '{"cmd": "ls"}'},
+    {"type": "function_call_output", "call_id": "call_1", "output": "kettle.py"},
+]
+
+
 def trigger_body(model: str, stream: bool) -> dict[str, Any]:
     return {"model": model, "stream": stream, "store": False, "instructions": "You are a coding agent.",
-            "input": [*HISTORY, {"type": "compaction_trigger"}]}
+            "tools": [SHELL], "input": [*HISTORY, *TOOL_TURN, {"type": "compaction_trigger"}]}
 
 
-def test_codex_compaction_trigger_streams_one_compaction_item_from_a_chat_upstream(pool: Any, gateway: Server,
-                                                                                  mock_upstream: Server) -> None:
-    resp = httpx.post(gateway.url + "/v1/responses", json=trigger_body("up-openai_chat/mock-text", True),
+@pytest.mark.parametrize("upstream", ["openai_chat", "anthropic"])
+def test_codex_compaction_trigger_streams_one_compaction_item_from_a_translated_upstream(
+        pool: Any, gateway: Server, mock_upstream: Server, upstream: str) -> None:
+    model = f"up-{upstream}/mock-tool"  # a model that would call a tool if it were allowed to
+    resp = httpx.post(gateway.url + "/v1/responses", json=trigger_body(model, True),
                       headers={**HEADERS, "x-codex-beta-features": "remote_compaction_v2"}, timeout=30)
     assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/event-stream")
     parser = SSEParser()
@@ -128,11 +139,13 @@ def test_codex_compaction_trigger_streams_one_compaction_item_from_a_chat_upstre
     assert [item["type"] for item in done] == ["compaction"] and done[0]["encrypted_content"]
     assert events[-1][0] == "response.completed"
     assert events[-1][1]["response"]["output"] == done
-    # The trigger did not reach the upstream; the summary prompt did.
-    asked = bodies(mock_upstream, "/v1/chat/completions")[-1]
-    assert "compaction_trigger" not in str(asked) and "You are compacting" in user_texts(asked)[-1]
+    # The trigger did not reach the upstream; the summary prompt did, with tools declared but not allowed.
+    asked = received(mock_upstream)[-1]["body"]
+    assert "compaction_trigger" not in str(asked) and "You are compacting" in str(asked["messages"][-1])
+    assert "kettle.py" in str(asked["messages"])
+    assert asked["tool_choice"] in ("none", {"type": "none"})
     # Non-streamed, the same answer as one response object.
-    plain = httpx.post(gateway.url + "/v1/responses", json=trigger_body("up-openai_chat/mock-text", False),
+    plain = httpx.post(gateway.url + "/v1/responses", json=trigger_body(model, False),
                        headers=HEADERS, timeout=30).json()
     assert [item["type"] for item in plain["output"]] == ["compaction"]
 
