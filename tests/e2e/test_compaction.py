@@ -159,3 +159,15 @@ def test_codex_compaction_trigger_is_forwarded_to_a_responses_upstream(pool: Any
     assert got["path"] == "/v1/responses"
     assert got["body"]["input"][-1] == {"type": "compaction_trigger"}
     assert got["headers"]["x-codex-beta-features"] == "remote_compaction_v2"
+
+
+def test_a_bad_compact_request_is_a_400_in_the_responses_envelope(pool: Any, gateway: Server,
+                                                                  mock_upstream: Server) -> None:
+    for body in (b"{not json", b'{"input": "no model"}', b'{"model": "up-openai_chat/mock-text", "input": 7}'):
+        resp = httpx.post(gateway.url + "/v1/responses/compact", content=body,
+                          headers={**HEADERS, "content-type": "application/json"}, timeout=30)
+        assert resp.status_code == 400, resp.text
+        assert resp.json()["error"]["type"] == "invalid_request_error"
+    assert httpx.post(gateway.url + "/v1/responses/compact", json={"model": "up-openai_chat/mock-text", "input": "x"},
+                      timeout=30).status_code == 401
+    assert received(mock_upstream) == []
