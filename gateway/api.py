@@ -19,6 +19,7 @@ def api_routes() -> RouteTable:
         Route("/v1/messages", views.messages, "anthropic", POST),
         Route("/v1/messages/count_tokens", views.count_tokens, "anthropic", POST),
         Route("/v1/responses", views.responses, "responses", POST),
+        Route("/v1/responses/compact", views.responses_compact, "responses", POST),
         Route("/v1/responses/{response_id}", stored.response, "responses", GET_DELETE),
         Route("/v1/responses/{response_id}/input_items", stored.input_items, "responses", GET),
         Route("/v1/responses/{response_id}/cancel", stored.cancel, "responses", POST),

@@ -41,6 +41,7 @@ from .logspool import Spool, for_database
 from .relay import OpenStreams
 from .reqlog import LogWriter, Sink
 from .routes import RouteTable
+from .sealing import Sealer
 from .state import SnapshotCache
 from .upstream import UpstreamClient
 
@@ -81,6 +82,7 @@ class Gateway:
                                            known_secrets=self.config.known_secrets,
                                            observers=[self.metrics.observe])
         self.models = ModelCatalog(self.upstream, options.models_cache_ttl)
+        self.sealer = Sealer(options.sealing_key)
         self.streams = OpenStreams()
         self.prober = prober or Prober(self.config, self.upstream, options.probe_interval)
         self.health = health or PoolHealth(Lease(LEASE_NAME, options.lease_ttl), self.prober.wake)

@@ -78,6 +78,8 @@ class Exchange:
     # Responses: the conversation previous_response_id names, and whether the answer is kept (gateway.conversation).
     previous: conversation.Previous | None = None
     keep: bool = False
+    # Where on the provider the body goes when not the protocol's own PATH (``/responses/compact``).
+    upstream_path: str | None = None
     started: float = field(default_factory=time.monotonic)
     record: LogRecord = field(init=False)
     # What the request holds against its key's limits; whoever ends the request settles it.
@@ -164,7 +166,7 @@ async def dispatch(gw: Gateway, ex: Exchange) -> HttpResponse | StreamingHttpRes
         ex.record.attempts.append(attempt)
         t0 = time.monotonic()
         try:
-            return await _attempt(gw, ex, proto, UpstreamTarget(provider, secret, proto.PATH, fwd),
+            return await _attempt(gw, ex, proto, UpstreamTarget(provider, secret, ex.upstream_path or proto.PATH, fwd),
                                   body, attempt, secret)
         except _Retry as retry:
             last_network_error, last_failure = retry.unreachable, retry.failure

@@ -14,6 +14,8 @@ client header             upstream protocols    when
                                                 provider's ``anthropic_version``
 ``openai-beta``           openai_chat,          always
                           responses
+``x-codex-beta-features`` responses             same protocol (Codex's ``remote_compaction_v2``:
+                                                the upstream then reads the compaction trigger)
 ========================  ====================  ===========================================
 
 Query parameters: ``beta`` (Claude Code posts to ``/v1/messages?beta=true``) to an
@@ -40,6 +42,7 @@ HEADERS: dict[str, _Rule] = {
     "anthropic-beta": _Rule(frozenset({"anthropic"}), same_protocol_only=True),
     "anthropic-version": _Rule(frozenset({"anthropic"})),
     "openai-beta": _Rule(frozenset({"openai_chat", "responses"})),
+    "x-codex-beta-features": _Rule(frozenset({"responses"}), same_protocol_only=True),
 }
 QUERY: dict[str, _Rule] = {
     "beta": _Rule(frozenset({"anthropic"}), same_protocol_only=True),

@@ -43,6 +43,8 @@ class Options:
     alert_retry_seconds: float = 10.0
     alert_timeout: float = 10.0
     database_vendor: str = "sqlite"  # "sqlite" | "postgresql": which pool the app builds
+    # What compaction summaries are sealed with (gateway.sealing); kept out of any repr.
+    sealing_key: str = dataclasses.field(default="", repr=False)
 
     @classmethod
     def from_settings(cls, settings: Any) -> Options:
@@ -75,6 +77,7 @@ class Options:
             alert_retry_seconds=settings.GATEWAY_ALERT_RETRY_SECONDS,
             alert_timeout=settings.GATEWAY_ALERT_TIMEOUT,
             database_vendor="postgresql" if engine.endswith("postgresql") else "sqlite",
+            sealing_key=settings.GATEWAY_ENCRYPTION_KEY or settings.SECRET_KEY,
         )
 
     def replace(self, **changes: Any) -> Options:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from django.db import connection
@@ -21,7 +22,7 @@ from translation import ir, registry, sse
 from translation.ids import new_id
 from translation.protocol import ProtocolModule
 
-from . import conversation
+from . import compaction, conversation
 from .app import Gateway
 from .auth import authenticate
 from .count_tokens import count_input_tokens
@@ -76,8 +77,11 @@ def _log_rejected(gw: Gateway, proto: ProtocolModule, key: KeyInfo, body: Any, e
     ))
 
 
+Serve = Callable[[Gateway, Exchange], Awaitable[HttpResponseBase]]
+
+
 async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_api_key: bool,
-                   stateful: bool = False) -> HttpResponseBase:
+                   stateful: bool = False, serve: Serve = dispatch) -> HttpResponseBase:
     """``stateful``: the protocol keeps conversations (Responses: ``previous_response_id``, ``store``)."""
 
     proto = registry.get(proto_name)
@@ -104,7 +108,7 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
             proto.NAME, body, ireq, len(request.body), gw.options.reserve_output_tokens, prices,
             route.upstream_model), prices)
         ex.record.request_body = gw.log.keep_body(request.body)
-        return await dispatch(gw, ex)
+        return await serve(gw, ex)
     except (GatewayError, DatabaseUnavailable) as exc:
         err = exc if isinstance(exc, GatewayError) else unavailable(exc)
         if ex is not None:
@@ -142,7 +146,42 @@ async def messages(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
 
 
 async def responses(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
-    return await api_call(gw, request, "responses", allow_x_api_key=False, stateful=True)
+    return await api_call(gw, request, "responses", allow_x_api_key=False, stateful=True,
+                          serve=_serve_responses)
+
+
+async def responses_compact(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
+    return await api_call(gw, request, "responses", allow_x_api_key=False, stateful=True, serve=_serve_compact)
+
+
+def _written_out(ex: Exchange) -> dict[str, Any]:
+    """The client's body with the conversation ``previous_response_id`` names written out, for an
+    upstream that does not keep conversations (the sealed compaction items in it are opened later)."""
+
+    return ex.previous.expanded(ex.body, ex.route.provider.id) if ex.previous is not None else ex.body
+
+
+async def _serve_responses(gw: Gateway, ex: Exchange) -> HttpResponseBase:
+    """A Responses upstream reads compaction items and triggers itself; for any other the gateway
+    answers the trigger and opens the items it sealed (``gateway.compaction``)."""
+
+    if ex.passthrough:
+        return await dispatch(gw, ex)
+    if compaction.wants_compaction(ex.body):
+        item, usage = await compaction.summarise(gw, ex, parse_request, _written_out(ex))
+        return compaction.trigger_answer(ex, item, usage)
+    expanded = compaction.expand(_written_out(ex), gw.sealer)
+    if expanded is not None:
+        ex.request = parse_request(ex.client, expanded)
+    return await dispatch(gw, ex)
+
+
+async def _serve_compact(gw: Gateway, ex: Exchange) -> HttpResponseBase:
+    if ex.passthrough:
+        ex.upstream_path = compaction.COMPACT_PATH
+        return await dispatch(gw, ex)
+    item, usage = await compaction.summarise(gw, ex, parse_request, _written_out(ex))
+    return json_response(compaction.compacted(ex.body, item, usage))
 
 
 async def count_tokens(gw: Gateway, request: HttpRequest) -> HttpResponseBase:

@@ -81,6 +81,11 @@ model                      answer
                            that never ends (non-streaming: the plain text)
 =========================  =====================================================
 
+Whatever the model, a request whose last user message opens with the gateway's compaction
+prompt (``gateway.compaction.SUMMARY_PROMPT``, "You are compacting this conversation…") is
+answered with the text ``Conversation summary: `` and the text of every earlier user message,
+joined by `` | `` (a model that did as it was asked, in a form a test can check).
+
 Non-streaming requests get ``render_response(fold(events))`` of the complete
 answer, except where the table says otherwise.
 """
@@ -228,6 +233,8 @@ def plan(req: ir.Request, protocol: str) -> Plan:
 
     model = req.model
     head = _head(req)
+    if (summary := _summary(req)) is not None:
+        return _simple(model, head + _text_answer(req, _pieces(summary)))
     match model:
         case "mock-tool" | "mock-parallel" if req.tools:
             return _tool_plan(req, head, parallel=model == "mock-parallel")
@@ -358,6 +365,23 @@ def _tail(req: ir.Request, output_tokens: int, reason: ir.FinishReason,
     usage = ir.Usage(input_tokens=estimate_input_tokens(req), output_tokens=output_tokens,
                      reasoning_tokens=reasoning_tokens)
     return [usage, ir.Finish(reason)]
+
+
+COMPACTION_ASK = "You are compacting this conversation"
+
+
+def _user_texts(msg: ir.Message) -> str:
+    return "".join(p.text for p in msg.parts if isinstance(p, ir.TextPart))
+
+
+def _summary(req: ir.Request) -> str | None:
+    """The summary a compaction request asks for; None for any other request."""
+
+    users = [m for m in req.messages if m.role == "user"]
+    if not users or not _user_texts(users[-1]).startswith(COMPACTION_ASK):
+        return None
+    earlier = [text for m in users[:-1] if (text := _user_texts(m).strip())]
+    return "Conversation summary: " + " | ".join(earlier)
 
 
 def _last_tool_results(req: ir.Request) -> str | None:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
+import uuid
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -84,6 +86,7 @@ def make_app() -> web.Application:
     for proto in registry.PROTOCOLS.values():
         app.router.add_post("/v1" + proto.PATH, _protocol_handler(proto))
     app.router.add_post("/v1/messages/count_tokens", _count_tokens)
+    app.router.add_post("/v1/responses/compact", _compact)
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/_mock/stats", _stats)
     app.router.add_post("/_mock/reset", _reset)
@@ -329,6 +332,31 @@ async def _count_tokens(request: web.Request) -> web.Response:
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
         return _json(400, proto.render_error(400, "messages: Field required", "invalid_request_error"))
     return _json(200, {"input_tokens": len(orjson.dumps(body["messages"]))})
+
+
+async def _compact(request: web.Request) -> web.Response:
+    """OpenAI's ``/v1/responses/compact``: the user messages of ``input`` and one compaction item
+    whose content is this upstream's own (``mock-upstream-compaction-<hex>``), not a gateway's."""
+
+    proto = registry.get("responses")
+    raw = await request.read()
+    body = _decode(raw)
+    key = _api_key(request)
+    _record(request.app[STATE], request, raw, body, key)
+    fault = scenarios.MISSING_KEY if key is None else request.app[STATE].fault_for(key)
+    if fault is not None:
+        return _fault_response(proto, fault)
+    items = body.get("input") if isinstance(body, dict) else None
+    if not isinstance(items, list):
+        return _json(400, proto.render_error(400, "input: expected a list of items", "invalid_request_error",
+                                             "input"))
+    kept = [i for i in items if isinstance(i, dict) and i.get("type", "message") == "message"
+            and i.get("role") == "user"]
+    item = {"type": "compaction", "id": "cmp_" + uuid.uuid4().hex,
+            "encrypted_content": "mock-upstream-compaction-" + uuid.uuid4().hex}
+    return _json(200, {"id": "resp_" + uuid.uuid4().hex, "object": "response.compaction",
+                       "created_at": int(time.time()), "output": [*kept, item],
+                       "usage": {"input_tokens": 12, "output_tokens": 3, "total_tokens": 15}})
 
 
 async def _stats(request: web.Request) -> web.Response:

@@ -115,20 +115,27 @@ def claude_code(gateway_url: str, key: str, model: str, prompt: str, tmp: Path) 
 # ------------------------------------------------------------------ Codex CLI
 
 
-def codex_config(gateway_url: str, model: str, catalog: bool = False) -> str:
-    """``catalog``: Codex reads the gateway's model catalog (``GET /v1/models?client_version=…``)."""
+def codex_config(gateway_url: str, model: str, catalog: bool = False, compact_above: int | None = None) -> str:
+    """``catalog``: Codex reads the gateway's model catalog (``GET /v1/models?client_version=…``).
+
+    ``compact_above``: Codex compacts the conversation once it holds more tokens than this, and
+    remotely (asking the gateway, README "Codex CLI"): it does so only for a provider it takes
+    for OpenAI's own, which it tells by the provider's ``name``.
+    """
 
     catalog_url = f'model_catalog_url = "{gateway_url}/v1/models"\n' if catalog else ""
+    compact = f"model_auto_compact_token_limit = {compact_above}\n" if compact_above is not None else ""
+    name = "OpenAI" if compact_above is not None else "gateway"
     return f"""\
 model = "{model}"
 model_provider = "gateway"
 check_for_update_on_startup = false
-
+{compact}
 [analytics]
 enabled = false
 
 [model_providers.gateway]
-name = "gateway"
+name = "{name}"
 base_url = "{gateway_url}/v1"
 wire_api = "responses"
 {catalog_url}env_key = "GATEWAY_API_KEY"
@@ -148,3 +155,22 @@ def codex(gateway_url: str, key: str, model: str, prompt: str, tmp: Path, catalo
     command = [executable("codex"), "exec", "--json", "--strict-config", "--skip-git-repo-check", "--ephemeral",
                "--dangerously-bypass-approvals-and-sandbox", prompt]
     return run(command, work, env)
+
+
+def codex_conversation(gateway_url: str, key: str, model: str, prompts: list[str], tmp: Path,
+                       compact_above: int) -> list[Run]:
+    """One Codex session over several ``codex exec`` runs (the first starts it, each next one
+    resumes it), compacting once it holds more than ``compact_above`` tokens."""
+
+    home, work = dirs(tmp)
+    codex_home = home / ".codex"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(codex_config(gateway_url, model, compact_above=compact_above))
+    env = sealed_env(home, CODEX_HOME=str(codex_home), GATEWAY_API_KEY=key)
+    runs = []
+    for i, prompt in enumerate(prompts):
+        resume = ["resume", "--last"] if i else []
+        command = [executable("codex"), "exec", "--json", "--strict-config", "--skip-git-repo-check",
+                   "--dangerously-bypass-approvals-and-sandbox", *resume, prompt]
+        runs.append(run(command, work, env))
+    return runs
