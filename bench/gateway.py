@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import gc
 import socket
+import statistics
 import sys
 import tempfile
 import time
@@ -37,12 +38,14 @@ from typing import Any
 from . import profile as profiler
 from .procs import DAPHNE_ARGS, Child, LoadGen, Processes, free_port, gateway_env
 from .procstat import CpuWatch, loadavg, peak_rss, rss_kb
-from .targets import (PACED_MODEL, ROUTES, SHORT, SINGLE_ACCOUNT_PROVIDER, STREAM_MODEL, TEXT_MODEL,
-                      UPSTREAMS, Route, bench_config, direct_target, gateway_target, relay_target)
+from .procs import HOST
+from .targets import (CLIENT_KEY, PACED_MODEL, PROVIDERS, ROUTES, SHORT, SINGLE_ACCOUNT_PROVIDER, STREAM_MODEL,
+                      TEXT_MODEL, UPSTREAMS, Route, bench_config, direct_target, gateway_target, relay_target)
 
 PG_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 PG_BENCH_DB = "bench_gateway"
-SECTIONS = ["latency", "throughput", "streams", "paced", "hold", "multiproc", "servers", "passthrough", "spool"]
+SECTIONS = ["latency", "throughput", "streams", "paced", "hold", "multiproc", "servers", "passthrough", "spool",
+            "conversation"]
 EXTRA_SECTIONS = ["profile", "profile_stream", "profile_passthrough"]
 
 
@@ -561,7 +564,73 @@ def spool(stack: Stack, plan: Plan) -> dict[str, Any]:
             "cpu_ms_per_request": {n: r["server_cpu_ms_per_request"] for n, r in runs.items()}}
 
 
-MEASURES = {"spool": spool, "latency": latency, "throughput": throughput, "streams": streams, "paced": paced, "hold": hold,
+TURNS = 10
+
+
+def _conversation_turns(client: Any, url: str, model: str, stateful: bool) -> list[float]:
+    """One 10-turn Responses conversation; each turn's latency in ms. ``stateful``: each turn names
+    the previous answer by ``previous_response_id`` (the gateway reads and writes its store);
+    otherwise the client sends the whole history itself with ``store: false`` (no store at all)."""
+
+    history: list[dict[str, Any]] = []
+    previous: str | None = None
+    times = []
+    for turn in range(TURNS):
+        said = {"role": "user", "content": f"Turn {turn}: tell me one more thing about the kettle."}
+        body: dict[str, Any] = {"model": model}
+        if stateful:
+            body["input"] = [said]
+            if previous:
+                body["previous_response_id"] = previous
+        else:
+            body.update(input=[*history, said], store=False)
+        t0 = time.perf_counter()
+        response = client.post(url, json=body)
+        times.append((time.perf_counter() - t0) * 1000)
+        response.raise_for_status()
+        answer = response.json()
+        previous = answer["id"]
+        text = "".join(part.get("text", "") for item in answer["output"] if item.get("type") == "message"
+                       for part in item.get("content", []))
+        history += [said, {"role": "assistant", "content": text}]
+    return times
+
+
+def conversation(stack: Stack, plan: Plan) -> dict[str, Any]:
+    """A 10-turn ``previous_response_id`` conversation against the same turns sent whole, per upstream.
+
+    The added latency of a turn is what keeping the conversation costs the client: the stored
+    chain read back (and written out for a Chat or Messages upstream), the answer stored before
+    the last event. The two kinds of conversation take turns, ``rounds`` of each.
+    """
+
+    import httpx
+
+    assert stack.gateway.port
+    url = f"http://{HOST}:{stack.gateway.port}/v1/responses"
+    rounds = 5 if plan.quick else 20
+    out: dict[str, Any] = {"turns": TURNS, "rounds": rounds, "upstreams": {}}
+    with httpx.Client(headers={"authorization": f"Bearer {CLIENT_KEY}"}, timeout=30) as client:
+        for upstream, provider in PROVIDERS.items():
+            model = f"{provider}/{TEXT_MODEL}"
+            kept: list[list[float]] = []
+            whole: list[list[float]] = []
+            _conversation_turns(client, url, model, True)  # warm-up
+            for k in range(rounds):
+                for stateful in ((True, False) if k % 2 == 0 else (False, True)):
+                    (kept if stateful else whole).append(_conversation_turns(client, url, model, stateful))
+            per_turn = [round(statistics.median(r[t] for r in kept) - statistics.median(r[t] for r in whole), 2)
+                        for t in range(TURNS)]
+            out["upstreams"][upstream] = {
+                "added_ms_per_turn": per_turn, "added_ms_mean": round(statistics.fmean(per_turn), 2),
+                "stateful_p50_ms": [round(statistics.median(r[t] for r in kept), 2) for t in range(TURNS)],
+                "whole_history_p50_ms": [round(statistics.median(r[t] for r in whole), 2) for t in range(TURNS)]}
+            print(f"   {upstream:<12} previous_response_id adds {out['upstreams'][upstream]['added_ms_mean']} ms "
+                  f"a turn on average (turns 1–{TURNS}: {per_turn})")
+    return out
+
+
+MEASURES = {"conversation": conversation, "spool": spool, "latency": latency, "throughput": throughput, "streams": streams, "paced": paced, "hold": hold,
             "multiproc": multiproc, "profile": profile, "profile_stream": profile_stream, "profile_passthrough": profile_passthrough, "servers": servers,
             "passthrough": passthrough}
 

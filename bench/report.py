@@ -224,6 +224,10 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     if "worst_ms" in d:
         check(f"slowest dashboard page, {d.get('rows', 0):,} request-log rows", d["worst_ms"],
               d.get("target_ms", 300.0), False, "ms")
+    conv = g.get("conversation", {})
+    for upstream, figures in conv.get("upstreams", {}).items():
+        check(f"a {conv['turns']}-turn previous_response_id conversation, added latency per turn ({upstream})",
+              figures["added_ms_mean"], 5.0, False, "ms")
     sp = g.get("spool", {})
     if "ratio" in sp:
         check("throughput with the log spool, of without it (c=16)", sp["ratio"], 0.98, True, "×")
