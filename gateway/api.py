@@ -6,7 +6,7 @@ table, never imports the views, which take the app object.
 
 from __future__ import annotations
 
-from . import views
+from . import responses_socket, views
 from .routes import Route, RouteTable
 
 POST, GET = frozenset({"POST"}), frozenset({"GET", "HEAD"})
@@ -17,7 +17,7 @@ def api_routes() -> RouteTable:
         Route("/v1/chat/completions", views.chat_completions, "openai_chat", POST),
         Route("/v1/messages", views.messages, "anthropic", POST),
         Route("/v1/messages/count_tokens", views.count_tokens, "anthropic", POST),
-        Route("/v1/responses", views.responses, "responses", POST),
+        Route("/v1/responses", views.responses, "responses", POST, socket=responses_socket.serve),
         Route("/v1/models", views.models, "openai_chat", GET),
         Route("/v1/models/{model_id...}", views.model, "openai_chat", GET),
         Route("/healthz", views.healthz, None, GET, served_when_stopping=True),
