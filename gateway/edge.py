@@ -55,7 +55,7 @@ class Edge:
         found = self.gw.routes.match(scope["path"])
         if found is None or found.route.socket is None or self.drain.stopping:
             await receive()  # websocket.connect
-            await send({"type": "websocket.close", "code": 1013 if self.drain.stopping else 1008})
+            await send({"type": "websocket.close", "code": 4503 if self.drain.stopping else 4404})  # HTTP 403 to the client
             return
         await found.route.socket(self.gw, found.route, scope, receive, send, **found.params)
 

@@ -48,8 +48,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PROTOCOL = "responses"
-POLICY_VIOLATION = 1008  # RFC 6455: the close code for a refused key
-TRY_AGAIN_LATER = 1013
+# Close codes say the HTTP status they stand for (4401 a refused key, 4503 no database): 1008 and
+# 1013 would say less and Daphne lets an application close only with 1000 or 3000-4999.
+CLOSE_STATUS_BASE = 4000
 WEBSOCKET_BETA = "responses_websockets"  # OpenAI-Beta token of the transport, not of the request
 
 
@@ -144,7 +145,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             # Accepted to say why: a refused handshake reaches most clients as a bare 403.
             await self.accept()
             await self.send(text_data=error_frame(err))
-            await self.close(POLICY_VIOLATION if status_of(err) in (401, 403) else TRY_AGAIN_LATER)
+            await self.close(CLOSE_STATUS_BASE + status_of(err))
             return
         await self.accept()
 

@@ -138,14 +138,14 @@ def test_a_warm_up_answers_at_once_and_the_next_turn_continues_it(setup: None, g
     assert len(bodies) == 1 and "the prompt" in json.dumps(bodies[0]["input"])
 
 
-def test_a_bad_key_is_refused_with_an_error_frame_and_a_policy_close(setup: None, gateway: Server) -> None:
+def test_a_bad_key_is_refused_with_an_error_frame_and_a_4401_close(setup: None, gateway: Server) -> None:
     with socket(gateway, "gw-not-a-key") as ws:
         frame = json.loads(ws.recv(timeout=10))
         with pytest.raises(ConnectionClosed) as closed:
             ws.recv(timeout=10)
     assert frame["type"] == "error" and frame["status"] == 401
     assert frame["error"]["message"] == "Invalid API key"
-    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401
 
 
 def test_each_turn_gets_its_request_log_row(setup: None, gateway: Server) -> None:
