@@ -336,7 +336,7 @@ class RequestLogAdmin(admin.ModelAdmin[RequestLog]):
     list_display = ["created_at", "request_id", "client_key_name", "client_protocol", "upstream_protocol",
                     "model_requested", "account", "status", "attempt_count", "latency_ms", "input_tokens",
                     "output_tokens", "cost"]
-    list_filter = ["status", "client_protocol", "upstream_protocol", "stream"]
+    list_filter = ["status", "client_protocol", "upstream_protocol", "stream", "transport"]
     search_fields = ["request_id", "model_requested", "client_key_name"]
     list_select_related = ["account", "account__provider"]
     date_hierarchy = "created_at"

@@ -40,6 +40,7 @@ from translation.sse import SSEEvent, SSEParser
 
 from .auth import authenticate
 from .errors import GatewayError, InvalidRequest, render, status_of, unavailable
+from .logrecord import TRANSPORT_META
 
 if TYPE_CHECKING:
     from .app import Gateway
@@ -121,6 +122,7 @@ def turn_request(scope: Mapping[str, object], body: bytes) -> HttpRequest:
         headers.append((name, value))
     request = ASGIRequest({**scope, "type": "http", "method": "POST", "headers": headers}, io.BytesIO(body))
     request._body = body  # as gateway.api_handler does: read within the API's own limit, here the message's
+    request.META[TRANSPORT_META] = "websocket"
     return request
 
 

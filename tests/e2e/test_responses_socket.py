@@ -148,14 +148,16 @@ def test_a_bad_key_is_refused_with_an_error_frame_and_a_4401_close(setup: None, 
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401
 
 
-def test_each_turn_gets_its_request_log_row(setup: None, gateway: Server) -> None:
+def test_each_turn_gets_its_request_log_row_marked_websocket(setup: None, gateway: Server) -> None:
     models = [unique("up-responses/mock-row"), unique("up-openai_chat/mock-row")]
     with socket(gateway) as ws:
         for model in models:
             assert turn(ws, model=model, input="hi")[-1]["type"] == "response.completed"
-    rows = log_rows(models)
-    assert [(r.model_requested, r.status, r.stream, r.client_protocol) for r in rows] == [
-        (m, 200, True, "responses") for m in models]
+    over_http = unique("up-responses/mock-row")
+    sse_types(gateway, {"model": over_http, "input": "hi"})
+    rows = log_rows([*models, over_http])
+    assert [(r.model_requested, r.status, r.stream, r.client_protocol, r.transport) for r in rows] == [
+        (m, 200, True, "responses", "websocket") for m in models] + [(over_http, 200, True, "responses", "http")]
     assert all(r.output_tokens > 0 for r in rows)
 
 
