@@ -232,3 +232,15 @@ def test_daphne_serves_the_socket_too(transactional_db: Any, django_db_blocker: 
             frame = json.loads(refused.recv(timeout=10))
     assert first[-1]["type"] == second[-1]["type"] == "response.completed"
     assert frame["status"] == 401
+
+
+def test_the_keys_rate_limit_counts_each_turn_and_refuses_in_an_error_frame(
+        transactional_db: Any, gateway: Server, mock_upstream: Server) -> None:
+    config = pool_config(mock_upstream)
+    config["client_keys"] = [{"name": "ws-limited", "key": "gw-ws-limited", "rate_limit_per_minute": 2}]
+    load(config)
+    seen(gateway)
+    with socket(gateway, "gw-ws-limited") as ws:
+        ends = [turn(ws, model="up-responses/mock-x", input="hi")[-1] for _ in range(3)]
+    assert [e["type"] for e in ends] == ["response.completed", "response.completed", "error"]
+    assert ends[2]["status"] == 429 and ends[2]["headers"]["retry-after"]
