@@ -244,3 +244,15 @@ def test_the_keys_rate_limit_counts_each_turn_and_refuses_in_an_error_frame(
         ends = [turn(ws, model="up-responses/mock-x", input="hi")[-1] for _ in range(3)]
     assert [e["type"] for e in ends] == ["response.completed", "response.completed", "error"]
     assert ends[2]["status"] == 429 and ends[2]["headers"]["retry-after"]
+
+
+def test_a_second_response_create_during_a_turn_is_refused_and_the_turn_goes_on(setup: None, gateway: Server) -> None:
+    with socket(gateway) as ws:
+        ws.send(json.dumps({"type": "response.create", "model": "up-responses/mock-slow-10x50", "input": "hi"}))
+        ws.send(json.dumps({"type": "response.create", "model": "up-responses/mock-x", "input": "hi"}))
+        frames: list[dict[str, Any]] = []
+        while not frames or frames[-1]["type"] != "response.completed":
+            frames.append(json.loads(ws.recv(timeout=15)))
+    refused = [f for f in frames if f["type"] == "error"]
+    assert len(refused) == 1 and refused[0]["status"] == 400 and "in progress" in refused[0]["error"]["message"]
+    assert frames[-1]["response"]["model"] == "up-responses/mock-slow-10x50"
