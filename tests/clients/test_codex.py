@@ -7,11 +7,13 @@ the prompt's command and then answers with what the tool printed.
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from accounts.config_file import load
 from accounts.models import RequestLog
@@ -26,11 +28,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 NO_METADATA = "Model metadata for"
 
 
-def served_over(count: int, timeout: float = 10.0) -> list[str]:
-    """The transports of the request log's rows, oldest first, once there are ``count`` of them."""
+def served_over(since: dt.datetime, count: int, timeout: float = 10.0) -> list[str]:
+    """The transports of the request log's rows since ``since`` (not an earlier test's, written late),
+    oldest first, once there are ``count`` of them."""
 
     deadline = time.monotonic() + timeout
-    rows = RequestLog.objects.exclude(client_key_name="seen").order_by("created_at")
+    rows = RequestLog.objects.filter(created_at__gte=since).exclude(client_key_name="seen").order_by("created_at")
     while rows.count() < count and time.monotonic() < deadline:
         time.sleep(0.05)
     return list(rows.values_list("transport", flat=True))
@@ -94,6 +97,7 @@ def test_codex_runs_its_tool_loop_over_the_websocket_transport(
     """``supports_websockets = true``: Codex opens ws://…/v1/responses and sends each request as a
     ``response.create`` frame; the tool loop completes as over HTTP."""
 
+    started = timezone.now()
     run = agents.codex(gateway.url, CLIENT_KEY, alias(upstream), marker.prompt, tmp_path, websockets=True)
     why = run.transcript()
     assert run.returncode == 0, why
@@ -103,4 +107,4 @@ def test_codex_runs_its_tool_loop_over_the_websocket_transport(
     answers = items(run.events, "agent_message")
     assert answers and marker.output in answers[-1]["text"], why
     check_upstream(mock_upstream, why)
-    assert served_over(2) == ["websocket", "websocket"], why
+    assert served_over(started, 2) == ["websocket", "websocket"], why
