@@ -353,7 +353,7 @@ class RequestLogAdmin(admin.ModelAdmin[RequestLog]):
     list_display = ["created_at", "request_id", "client_key_name", "client_protocol", "upstream_protocol",
                     "model_requested", "account", "status", "attempt_count", "latency_ms", "input_tokens",
                     "output_tokens", "cost"]
-    list_filter = ["status", "client_protocol", "upstream_protocol", "stream"]
+    list_filter = ["status", "client_protocol", "upstream_protocol", "stream", "transport"]
     # Exact matches only, each served by an index: a substring search reads the whole log.
     search_help_text = "A request id or a model name, exactly."
     search_fields = ["request_id"]

@@ -212,6 +212,8 @@ class RequestLog(models.Model):
     model_requested = models.CharField(max_length=200, blank=True, default="")
     model_sent = models.CharField(max_length=200, blank=True, default="")
     stream = models.BooleanField(default=False)
+    # "websocket": a turn of a /v1/responses websocket (gateway.responses_socket); else "http"
+    transport = models.CharField(max_length=10, default="http")
     status = models.IntegerField()
     error_class = models.CharField(max_length=60, blank=True, default="", choices=ErrorClass.choices)
     attempts = models.JSONField(default=list)

@@ -6,7 +6,7 @@ table, never imports the views, which take the app object.
 
 from __future__ import annotations
 
-from . import stored, views
+from . import responses_socket, stored, views
 from .routes import Route, RouteTable
 
 POST, GET = frozenset({"POST"}), frozenset({"GET", "HEAD"})
@@ -18,7 +18,7 @@ def api_routes() -> RouteTable:
         Route("/v1/chat/completions", views.chat_completions, "openai_chat", POST),
         Route("/v1/messages", views.messages, "anthropic", POST),
         Route("/v1/messages/count_tokens", views.count_tokens, "anthropic", POST),
-        Route("/v1/responses", views.responses, "responses", POST),
+        Route("/v1/responses", views.responses, "responses", POST, socket=responses_socket.serve),
         Route("/v1/responses/compact", views.responses_compact, "responses", POST),
         Route("/v1/responses/{response_id}", stored.response, "responses", GET_DELETE),
         Route("/v1/responses/{response_id}/input_items", stored.input_items, "responses", GET),

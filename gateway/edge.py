@@ -1,8 +1,10 @@
 """The gateway's edge: the one ASGI application the server runs.
 
-Websockets go to the dashboard's consumers; HTTP goes to the API handler when
-the route table (``gateway.routes``) says the path is the API's, else to
-Django's full stack (admin, dashboard, static files). The API paths pass the
+Websockets on an API path go to the route's websocket handler (the route
+table's ``socket``; refused where it has none), others to the dashboard's
+consumers; HTTP goes to the API handler when the route table
+(``gateway.routes``) says the path is the API's, else to Django's full stack
+(admin, dashboard, static files). The API paths pass the
 drain (a stopping gateway refuses new requests and winds down the open ones)
 and the body limit first. Every layer reads the one route table and answers
 errors through one renderer (``gateway.errors.error_body``).
@@ -40,12 +42,22 @@ class Edge:
         if kind == "http":
             app = self.drain if self.gw.routes.is_api(scope["path"]) else self.pages
         elif kind == "websocket":
+            if self.gw.routes.is_api(scope["path"]):
+                return await self._api_socket(scope, receive, send)
             app = self.sockets
         elif kind == "lifespan":
             return await _lifespan(receive, send)
         else:
             raise ValueError(f"No application configured for scope type {kind!r}")
         await app(scope, receive, send)
+
+    async def _api_socket(self, scope: Scope, receive: Any, send: Any) -> None:
+        found = self.gw.routes.match(scope["path"])
+        if found is None or found.route.socket is None or self.drain.stopping:
+            await receive()  # websocket.connect
+            await send({"type": "websocket.close", "code": 4503 if self.drain.stopping else 4404})  # HTTP 403 to the client
+            return
+        await found.route.socket(self.gw, found.route, scope, receive, send, **found.params)
 
 
 async def _lifespan(receive: Any, send: Any) -> None:

@@ -15,6 +15,10 @@ from accounts.outcomes import ErrorClass, Verdict
 from accounts.prices import cost
 
 
+# The request's META key a websocket turn sets (gateway.responses_socket): its row says so.
+TRANSPORT_META = "gateway.transport"
+
+
 @dataclass
 class Attempt:
     account_id: int | None
@@ -38,6 +42,7 @@ class LogRecord:
     model_requested: str = ""
     model_sent: str = ""
     stream: bool = False
+    transport: str = "http"  # "websocket": a turn on a /v1/responses websocket
     status: int = 0
     error_class: ErrorClass = ErrorClass.NONE
     attempts: list[Attempt] = field(default_factory=list)

@@ -3,6 +3,9 @@ methods it takes. Every layer of the edge reads the app's one table (``gateway.a
 (is this an API path?), the drain, the body limit, the head limit and the API handler (which view,
 which envelope).
 
+A route may also take websockets (``socket``): the edge hands a websocket on its path to that
+handler, which serves each message through the same view (``gateway.responses_socket``).
+
 Pages (admin, dashboard, static files, ``/``) are Django's URLconf, not this table.
 """
 
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 from django.http import HttpResponseBase
 
 View = Callable[..., Awaitable[HttpResponseBase]]  # (gateway, request, **path params)
+SocketView = Callable[..., Awaitable[None]]  # (gateway, route, scope, receive, send): an ASGI websocket app
 
 API_PREFIX = "/v1/"
 DEFAULT_ENVELOPE = "openai_chat"
@@ -28,6 +32,7 @@ class Route:
     protocol: str | None  # the error envelope; None: not an LLM protocol path (health checks)
     methods: frozenset[str] = frozenset({"POST"})
     served_when_stopping: bool = False  # a draining gateway still answers it (liveness)
+    socket: SocketView | None = None  # serves websockets on the path too
 
     @property
     def segments(self) -> tuple[str, ...]:

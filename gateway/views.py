@@ -30,7 +30,7 @@ from .dispatch import Exchange, dispatch
 from . import model_shapes
 from .errors import GatewayError, InvalidRequest, ModelNotFound, NestingTooDeep, status_of, unavailable
 from .limits import request_estimate
-from .logrecord import LogRecord
+from .logrecord import TRANSPORT_META, LogRecord
 from .responses import error_response, json_response
 from .models_list import entry_for
 from .routing import check_allowed, may_use, resolve, shown
@@ -67,13 +67,14 @@ def parse_request(proto: ProtocolModule, body: Any) -> ir.Request:
         raise InvalidRequest(exc.message, exc.param) from exc
 
 
-def _log_rejected(gw: Gateway, proto: ProtocolModule, key: KeyInfo, body: Any, err: GatewayError) -> None:
+def _log_rejected(gw: Gateway, proto: ProtocolModule, key: KeyInfo, body: Any, err: GatewayError,
+                  transport: str) -> None:
     model = body.get("model") if isinstance(body, dict) else None
     gw.log.submit(LogRecord(
         request_id=new_id("req_"), client_protocol=proto.NAME, client_key_id=key.id,
         client_key_name=key.name, model_requested=model if isinstance(model, str) else "",
         stream=bool(isinstance(body, dict) and body.get("stream") is True),
-        status=status_of(err), error_class=err.error_class,
+        status=status_of(err), error_class=err.error_class, transport=transport,
     ))
 
 
@@ -104,6 +105,8 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
         ex = Exchange(new_id("req_"), proto, key, body, ireq, route, request.headers,
                       request.META.get("QUERY_STRING", ""), previous, stateful and conversation.keeps(body))
         prices = route.provider.prices
+        if TRANSPORT_META in request.META:
+            ex.record.transport = request.META[TRANSPORT_META]
         ex.hold = await gw.limits.admit(key, ex.request_id, request_estimate(
             proto.NAME, body, ireq, len(request.body), gw.options.reserve_output_tokens, prices,
             route.upstream_model), prices)
@@ -116,7 +119,7 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
             ex.record.latency_ms = ex.elapsed_ms()
             gw.log.submit(ex.record)
         elif key is not None:
-            _log_rejected(gw, proto, key, body, err)
+            _log_rejected(gw, proto, key, body, err, request.META.get(TRANSPORT_META, "http"))
         return error_response(proto.NAME, err)
     except asyncio.CancelledError:
         # The client hung up (or the gateway is stopping) before the answer: the request keeps its row.

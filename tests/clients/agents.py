@@ -115,15 +115,19 @@ def claude_code(gateway_url: str, key: str, model: str, prompt: str, tmp: Path) 
 # ------------------------------------------------------------------ Codex CLI
 
 
-def codex_config(gateway_url: str, model: str, catalog: bool = False, compact_above: int | None = None) -> str:
+def codex_config(gateway_url: str, model: str, catalog: bool = False, compact_above: int | None = None,
+                 websockets: bool = False) -> str:
     """``catalog``: Codex reads the gateway's model catalog (``GET /v1/models?client_version=…``).
 
     ``compact_above``: Codex compacts the conversation once it holds more tokens than this, and
     remotely (asking the gateway, README "Codex CLI"): it does so only for a provider it takes
     for OpenAI's own, which it tells by the provider's ``name``.
+
+    ``websockets``: Codex speaks to /v1/responses over a websocket (``supports_websockets``).
     """
 
     catalog_url = f'model_catalog_url = "{gateway_url}/v1/models"\n' if catalog else ""
+    catalog_url += "supports_websockets = true\n" if websockets else ""
     compact = f"model_auto_compact_token_limit = {compact_above}\n" if compact_above is not None else ""
     name = "OpenAI" if compact_above is not None else "gateway"
     return f"""\
@@ -144,13 +148,14 @@ stream_max_retries = 0
 """
 
 
-def codex(gateway_url: str, key: str, model: str, prompt: str, tmp: Path, catalog: bool = False) -> Run:
+def codex(gateway_url: str, key: str, model: str, prompt: str, tmp: Path, catalog: bool = False,
+          websockets: bool = False) -> Run:
     """``codex exec`` with the gateway as a custom Responses provider, sandbox and approvals off (a container)."""
 
     home, work = dirs(tmp)
     codex_home = home / ".codex"
     codex_home.mkdir()
-    (codex_home / "config.toml").write_text(codex_config(gateway_url, model, catalog))
+    (codex_home / "config.toml").write_text(codex_config(gateway_url, model, catalog, websockets=websockets))
     env = sealed_env(home, CODEX_HOME=str(codex_home), GATEWAY_API_KEY=key)
     command = [executable("codex"), "exec", "--json", "--strict-config", "--skip-git-repo-check", "--ephemeral",
                "--dangerously-bypass-approvals-and-sandbox", prompt]

@@ -1,0 +1,59 @@
+"""The websocket turn's pure parts: continuing the socket's last response, and the request a turn becomes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gateway.logrecord import TRANSPORT_META
+from gateway.responses_socket import Chain, error_frame, turn_request
+from gateway.errors import UpstreamFailed
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+
+ANSWER = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hello"}]}
+CHAIN = Chain("resp_last", [user("first")], [ANSWER])
+
+
+def test_a_turn_naming_the_last_response_sends_its_input_and_output_before_the_new_items() -> None:
+    body = CHAIN.continued({"model": "m", "previous_response_id": "resp_last", "input": [user("second")]})
+    assert body == {"model": "m", "input": [user("first"), ANSWER, user("second")]}
+
+
+def test_new_input_given_as_a_string_is_one_user_message_after_the_conversation() -> None:
+    body = CHAIN.continued({"previous_response_id": "resp_last", "input": "second"})
+    assert body["input"] == [user("first"), ANSWER, user("second")]
+
+
+def test_a_turn_naming_another_response_goes_on_unchanged() -> None:
+    body = {"previous_response_id": "resp_stored_upstream", "input": [user("second")]}
+    assert CHAIN.continued(body) is body
+
+
+def scope(*headers: tuple[bytes, bytes]) -> dict[str, Any]:
+    return {"type": "websocket", "path": "/v1/responses", "root_path": "", "query_string": b"",
+            "scheme": "ws", "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 5000), "headers": list(headers)}
+
+
+def test_the_turn_keeps_the_handshakes_headers_but_the_transports_beta() -> None:
+    request = turn_request(scope((b"authorization", b"Bearer gw-k"),
+                                 (b"openai-beta", b"responses_websockets=2026-02-06, assistants=v2")), b"{}")
+    assert request.META["HTTP_AUTHORIZATION"] == "Bearer gw-k"
+    assert request.META["HTTP_OPENAI_BETA"].strip() == "assistants=v2"
+    assert request.META[TRANSPORT_META] == "websocket" and request.body == b"{}"
+
+
+def test_only_the_transports_beta_leaves_no_beta_header() -> None:
+    request = turn_request(scope((b"openai-beta", b"responses_websockets=2026-02-06")), b"")
+    assert "HTTP_OPENAI_BETA" not in request.META
+
+
+def test_an_upstream_error_frame_carries_its_status_envelope_and_retry_after() -> None:
+    frame = json.loads(error_frame(UpstreamFailed(429, "slow down", "rate_limit_error", headers={"Retry-After": "30"},
+                                                  code="rate_limit_exceeded")))
+    assert frame["type"] == "error" and frame["status"] == 429
+    assert frame["error"]["message"] == "slow down" and frame["error"]["code"] == "rate_limit_exceeded"
+    assert frame["headers"] == {"retry-after": "30"}
