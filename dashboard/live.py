@@ -12,6 +12,7 @@ from django.template.loader import render_to_string
 
 from accounts.models import Account, DisableEvent, RequestLog
 
+from . import formats
 from .templatetags.dash import back_in_pool, num
 
 MAX_ROWS = 50
@@ -26,8 +27,8 @@ def account_fields(account: Account) -> dict[str, Any]:
         "fields": {
             "status": account.get_status_display(),
             "cooldown_until": back_in_pool(account),
-            "last_used_at": f"{account.last_used_at:%Y-%m-%d %H:%M:%S}" if account.last_used_at else "—",
-            "balance": str(account.balance) if account.balance is not None else "—",
+            "last_used_at": formats.when(account.last_used_at),
+            "balance": formats.money(account.balance),
             "requests": num(account.requests),
             "errors": num(account.errors),
             "tokens": f"{num(account.input_tokens)} / {num(account.output_tokens)}",

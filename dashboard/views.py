@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 from accounts import pool
 from accounts.models import Account, DisableEvent, RequestLog
 
-from . import charts, logsearch, stats
+from . import accounttable, charts, logsearch, stats
 from .security import staff_page
 
 RECENT = 20
@@ -59,15 +59,19 @@ def overview(request: HttpRequest) -> HttpResponse:
 @staff_page
 def usage(request: HttpRequest) -> HttpResponse:
     window = _window(request)
-    totals = stats.per_account(window)
-    sparks = stats.per_account_series(window)
-    accounts = list(Account.objects.select_related("provider").order_by("provider__name", "label"))
+    query = accounttable.AccountQuery(request.GET)
+    criteria = query.criteria()
+    page = accounttable.page(accounttable.accounts(criteria), request.GET.get("page"))
+    ids = [a.pk for a in page]
+    totals = stats.per_account(window, [*ids, 0])  # 0: the requests that reached no account
+    sparks = stats.per_account_series(window, account_ids=ids)
     rows = [{"account": a, "window": totals.get(a.pk, stats.Totals()),
              "spark": charts.sparkline(sparks.get(a.pk, []), title=f"{a} requests, {window.label}")}
-            for a in accounts]
+            for a in page]
     return render(request, "dashboard/usage.html", {
-        "window": window, "windows": stats.WINDOWS.values(), "rows": rows,
-        "unattributed": totals.get(0),
+        "window": window, "windows": stats.WINDOWS.values(), "rows": rows, "page": page,
+        "query": query, "sort": criteria.get("sort") or accounttable.DEFAULT_SORT, "desc": criteria.get("desc"),
+        "summary": accounttable.summary(), "unattributed": totals.get(0),
     })
 
 

@@ -115,7 +115,7 @@ def test_a_disabled_account_shows_its_next_scheduled_test_until_it_is_back(staff
     pool.disable_account(a.pk, rule="auth_invalid", tier="auth_invalid", status_code=401, excerpt="",
                          retest_after=3600)
     Account.objects.filter(pk=a.pk).update(retest_at=dt.datetime(2030, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc))
-    shown = "next test 2030-01-02 03:04:05"
+    shown = "next test 2030-01-02 03:04:05 UTC"
     assert shown in text(staff_client.get(reverse("dashboard:events")))
     assert shown in text_of_row(staff_client.get(reverse("dashboard:usage")).content.decode(), a.pk)
     assert shown in text(staff_client.get(reverse("dashboard:account", args=[a.pk])))

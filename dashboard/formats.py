@@ -1,0 +1,40 @@
+"""How the dashboard writes a time and an amount of money: one place, used by the page filters
+(``dash.when``, ``dash.money``) and by the live updates, so a cell patched over the websocket reads
+exactly like the one rendered on reload."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import ROUND_HALF_UP, Decimal
+
+from django.utils import timezone
+
+NONE = "—"
+CENT = Decimal("0.01")
+
+
+def when(value: dt.datetime | None) -> str:
+    """``2026-11-25 07:12:37 UTC``: to the second, in the site's zone, the zone named."""
+
+    if value is None:
+        return NONE
+    if timezone.is_aware(value):
+        value = timezone.localtime(value)
+    return value.strftime("%Y-%m-%d %H:%M:%S %Z").rstrip()
+
+
+def money(value: Decimal | float | int | str | None) -> str:
+    """``$1,234.57``; amounts under a cent keep two significant digits (``$0.0004``) so a cheap
+    request's cost does not read as nothing."""
+
+    if value is None or value == "":
+        return NONE
+    amount = Decimal(str(value))
+    sign = "-" if amount < 0 else ""
+    amount = abs(amount)
+    if amount == 0 or amount >= CENT:
+        return f"{sign}${amount.quantize(CENT, ROUND_HALF_UP):,}"
+    # Below a cent: two significant digits, trailing zeros dropped ($0.00040 → $0.0004).
+    places = -amount.adjusted() + 1
+    shown = amount.quantize(Decimal(1).scaleb(-places), ROUND_HALF_UP)
+    return f"{sign}${shown:f}".rstrip("0").rstrip(".")
