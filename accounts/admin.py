@@ -149,6 +149,10 @@ class BulkImportForm(forms.Form):
                                      "(not shown again if the form has errors: paste again)")
     file = forms.FileField(required=False, help_text="A text or CSV file in the same format")
     label_prefix = forms.SlugField(initial="acct", help_text="Labels for keys given without one: prefix-1, prefix-2 …")
+    reset_balances = forms.BooleanField(
+        required=False, label="Reset balances",
+        help_text="Set existing accounts' balances to the file's; otherwise only new accounts (and those without "
+                  "a balance) take the file's, and live balances are kept")
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -244,7 +248,8 @@ class AccountAdmin(admin.ModelAdmin[Account]):
                 form.add_error("file" if form.cleaned_data["file"] else "keys", str(exc))
             else:
                 result = imports.import_accounts(form.cleaned_data["provider"], rows,
-                                                 form.cleaned_data["label_prefix"])
+                                                 form.cleaned_data["label_prefix"],
+                                                 reset_balances=form.cleaned_data["reset_balances"])
                 self.message_user(request, f"Imported {result.created} new and updated {result.updated} "
                                            f"account(s); {result.unchanged} unchanged.")
                 return HttpResponseRedirect(reverse("admin:accounts_account_changelist"))

@@ -123,7 +123,12 @@ def test_csv_upload_sets_labels_and_balances_and_reimport_updates_by_label(staff
                           follow=True)
     assert "Imported 1 new and updated 1 account(s); 1 unchanged." in text_of(response)
     team7 = Account.objects.get(provider=provider, label="team-7")
-    assert team7.get_secret() == rotated and team7.balance == Decimal("100")
+    assert team7.get_secret() == rotated and team7.balance == Decimal("7.5")  # a live balance is kept
+    upload = SimpleUploadedFile("again.csv", again.encode(), content_type="text/csv")
+    response = staff.post(IMPORT_URL, {"provider": provider.pk, "file": upload, "label_prefix": "acct",
+                                       "reset_balances": "on"}, follow=True)
+    team7.refresh_from_db()
+    assert team7.balance == Decimal("100")
     assert team7.key_hint == f"sk-…{rotated[-4:]}"
     assert Account.objects.filter(provider=provider).count() == 501
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,24 @@ def test_a_provider_can_carry_a_price_table_and_auto_prefix(tmp_path: Path) -> N
 def test_a_bad_price_table_is_refused_with_its_place(tmp_path: Path) -> None:
     with pytest.raises(CommandError, match=r"providers\[0\]\.prices: gpt-5-mini: input must be a non-negative"):
         call_command("loadconfig", write(tmp_path, PRICED.replace("input = 0.25", "input = -1")))
+
+
+def test_a_second_run_keeps_a_live_balance_unless_asked_to_reset_it(tmp_path: Path) -> None:
+    path = write(tmp_path, CONFIG)
+    call_command("loadconfig", path)
+    # The account spent money (or ops set its balance) since the first load.
+    Account.objects.filter(label="a1").update(balance=Decimal("3.25"))
+    out = io.StringIO()
+    call_command("loadconfig", path, stdout=out)
+    assert Account.objects.get(label="a1").balance == Decimal("3.25")
+    assert "1 live account balance(s) differ from the file and were kept" in out.getvalue()
+    call_command("loadconfig", path, "--reset-balances")
+    assert Account.objects.get(label="a1").balance == Decimal("12.5")
+
+
+def test_a_balance_added_to_the_file_reaches_an_account_that_had_none(tmp_path: Path) -> None:
+    call_command("loadconfig", write(tmp_path, CONFIG))
+    assert Account.objects.get(label="a2").balance is None
+    call_command("loadconfig", write(tmp_path, CONFIG.replace('api_key = "sk-second-account-key"',
+                                                              'api_key = "sk-second-account-key"\nbalance = 4')))
+    assert Account.objects.get(label="a2").balance == Decimal("4")
