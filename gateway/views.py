@@ -23,7 +23,7 @@ from .app import Gateway
 from .auth import authenticate
 from .count_tokens import count_input_tokens
 from .dispatch import Exchange, dispatch
-from .errors import GatewayError, InvalidRequest, NestingTooDeep, status_of, unavailable
+from .errors import AuthenticationFailed, GatewayError, InvalidRequest, NestingTooDeep, status_of, unavailable
 from .limits import request_estimate
 from .logrecord import LogRecord
 from .responses import error_response, json_response
@@ -61,11 +61,14 @@ def parse_request(proto: ProtocolModule, body: Any) -> ir.Request:
         raise InvalidRequest(exc.message, exc.param) from exc
 
 
-def _log_rejected(gw: Gateway, proto: ProtocolModule, key: KeyInfo, body: Any, err: GatewayError) -> None:
+def _log_rejected(gw: Gateway, proto: ProtocolModule, key: KeyInfo | None, body: Any, err: GatewayError) -> None:
+    """The row of a request refused before dispatch. A refused key is logged as no key at all: what
+    was presented is never stored, whether a typo of a real key or a guess."""
+
     model = body.get("model") if isinstance(body, dict) else None
     gw.log.submit(LogRecord(
-        request_id=new_id("req_"), client_protocol=proto.NAME, client_key_id=key.id,
-        client_key_name=key.name, model_requested=model if isinstance(model, str) else "",
+        request_id=new_id("req_"), client_protocol=proto.NAME, client_key_id=key.id if key else None,
+        client_key_name=key.name if key else "", model_requested=model if isinstance(model, str) else "",
         stream=bool(isinstance(body, dict) and body.get("stream") is True),
         status=status_of(err), error_class=err.error_class,
     ))
@@ -96,7 +99,7 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
             ex.record.status, ex.record.error_class = status_of(err), err.error_class
             ex.record.latency_ms = ex.elapsed_ms()
             gw.log.submit(ex.record)
-        elif key is not None:
+        elif key is not None or isinstance(err, AuthenticationFailed):
             _log_rejected(gw, proto, key, body, err)
         return error_response(proto.NAME, err)
     except asyncio.CancelledError:

@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from ..errors import RateLimited
+from ..errors import OverBudget, RateLimited, TooManyInFlight
 from ..state import KeyInfo
 from .breaker import Breaker
 from .budgets import Budget, LogUsage, budgets_of
@@ -150,7 +150,7 @@ class Limits:
         scope = f"conc:{key.id}:{key.name}"
         store, granted = await self._on(lambda s: s.take(scope, hold.request_id, cap, self.lease))
         if not granted.ok:
-            raise RateLimited(f"This API key is limited to {cap} concurrent requests and has {granted.held} "
+            raise TooManyInFlight(f"This API key is limited to {cap} concurrent requests and has {granted.held} "
                               "in flight; retry when one finishes", headers={"Retry-After": "1"})
         hold.leases.append(Lease(store, scope, hold.request_id, None))
 
@@ -224,13 +224,13 @@ class Limits:
             await self.shared.aclose()
 
 
-def over_budget(budget: Budget, granted: Granted, now: dt.datetime, end: dt.datetime) -> RateLimited:
+def over_budget(budget: Budget, granted: Granted, now: dt.datetime, end: dt.datetime) -> OverBudget:
     limit, unit, period = budget.limit, budget.unit, budget.period.phrase
     if granted.used >= limit:
-        return RateLimited(f"This API key has used its {limit} {unit} for {period}; the limit frees at "
+        return OverBudget(f"This API key has used its {limit} {unit} for {period}; the limit frees at "
                            f"{end:%Y-%m-%d %H:%M} UTC",
                            headers={"Retry-After": str(max(1, math.ceil((end - now).total_seconds())))})
     # Not spent yet but reserved by requests in flight: what they do not use comes back when they end.
-    return RateLimited(f"This API key's limit of {limit} {unit} for {period} is taken: {granted.used} used and "
+    return OverBudget(f"This API key's limit of {limit} {unit} for {period} is taken: {granted.used} used and "
                        f"{granted.held} reserved by requests in flight; retry when they finish",
                        headers={"Retry-After": "1"})
