@@ -117,7 +117,7 @@ def _load_provider(p: dict[str, Any], where: str, report: LoadReport, reset_bala
         created = account is None
         if account is None:
             account = Account(provider=provider, label=label)
-        if created or account.get_secret() != secret:
+        if created or _secret_differs(account, secret):
             account.set_secret(secret)
         if "balance" in a:
             balance = Decimal(str(a["balance"]))
@@ -129,3 +129,10 @@ def _load_provider(p: dict[str, Any], where: str, report: LoadReport, reset_bala
             account.weight = int(a["weight"])
         account.save()
         report.count("accounts", created)
+
+
+def _secret_differs(account: Account, secret: str) -> bool:
+    try:
+        return account.get_secret() != secret
+    except ValueError:
+        return True  # encrypted under another key (SECRET_KEY changed): the file's key replaces it

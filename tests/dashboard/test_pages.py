@@ -229,3 +229,9 @@ def test_request_detail_shows_the_attempt_trace(staff_client: Client, provider: 
 
 def test_unknown_request_ids_are_404(staff_client: Client) -> None:
     assert staff_client.get(reverse("dashboard:request", args=["req_nope"])).status_code == 404
+
+
+def test_the_sites_root_leads_staff_to_the_dashboard(staff_client: Client) -> None:
+    response = staff_client.get("/", follow=True)
+    assert response.redirect_chain == [("/dashboard/", 302)]
+    assert "<h1>Overview" in response.content.decode()
