@@ -12,7 +12,7 @@ from django.template.loader import render_to_string
 
 from accounts.models import Account, DisableEvent, RequestLog
 
-from . import formats
+from . import formats, overviewfigures, stats
 from .templatetags.dash import back_in_pool, num
 
 MAX_ROWS = 50
@@ -72,6 +72,13 @@ def account_enabled(payload: dict[str, Any]) -> dict[str, Any]:
              .filter(account_id=account_id, ended_at__isnull=False).order_by("-ended_at")[:5])  # type: ignore[misc]
     return {"kind": "account.enabled", "events": [_event_html(e) for e in ended],
             "accounts": accounts([account_id] if account_id else [])}
+
+
+def overview(window_key: str) -> str:
+    """The overview's tiles and charts for a window, rendered as on the page."""
+
+    window = stats.window_from(window_key)
+    return render_to_string("dashboard/_overview_figures.html", overviewfigures.figures(window))
 
 
 BUILDERS = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import template
+from django.http import QueryDict
 
 from accounts.models import Account
 from accounts.outcomes import ErrorClass, Verdict
@@ -100,7 +101,7 @@ def query_with(context: template.Context, **changes: object) -> str:
     """This page's querystring with ``changes`` applied (a value of None or "" removes the parameter),
     so a link changes one thing (the window, the sort, the page) and keeps the filters."""
 
-    params = context["request"].GET.copy()
+    params: QueryDict = context["request"].GET.copy()
     for name, value in changes.items():
         if value is None or value == "":
             params.pop(name, None)

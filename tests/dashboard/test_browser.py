@@ -105,6 +105,7 @@ def test_staff_watch_requests_usage_and_disable_events_arrive_live(
     overview = open_live(context, f"{base}/dashboard/")
     requests_cell = usage_page.locator(f'tr[data-account-id="{good.pk}"] [data-field="requests"]')
     assert requests_cell.inner_text() == "0"
+    tiles_before = overview.locator("#t-requests").inner_text()
 
     # 1. A request through the gateway: a new row in the open log, new numbers on the usage page.
     sdk = clients.openai_client(base, CLIENT_KEY)
@@ -114,6 +115,7 @@ def test_staff_watch_requests_usage_and_disable_events_arrive_live(
     # Locator assertions poll from Playwright's own world: a string predicate polled in the page
     # would be eval'd there, which the dashboard's CSP (rightly) forbids.
     expect(requests_cell).to_have_text("1", timeout=WAIT_MS)
+    expect(overview.locator("#t-requests")).not_to_have_text(tiles_before, timeout=WAIT_MS)  # the tiles follow
 
     # 2. The next request draws the second account, whose key answers 429: it is cooled down and
     #    the request is served by the first. The event appears on the overview, the status on usage.
