@@ -10,9 +10,10 @@ from typing import Any
 
 from django.template.loader import render_to_string
 
+from accounts import formats
 from accounts.models import Account, DisableEvent, RequestLog
 
-from . import formats, overviewfigures, stats
+from . import overviewfigures, stats
 from .templatetags.dash import back_in_pool, num
 
 MAX_ROWS = 50

@@ -8,7 +8,7 @@ from django.http import QueryDict
 from accounts.models import Account
 from accounts.outcomes import ErrorClass, Verdict
 
-from .. import formats
+from accounts import formats
 
 register = template.Library()
 

@@ -1,6 +1,6 @@
-"""How the dashboard writes a time and an amount of money: one place, used by the page filters
-(``dash.when``, ``dash.money``) and by the live updates, so a cell patched over the websocket reads
-exactly like the one rendered on reload."""
+"""How staff pages write a time and an amount of money: one place, used by the dashboard's filters
+(``dash.when``, ``dash.money``), its live updates (a cell patched over the websocket reads exactly like
+the one rendered on reload) and the admin's lists."""
 
 from __future__ import annotations
 
@@ -21,6 +21,12 @@ def when(value: dt.datetime | None) -> str:
     if timezone.is_aware(value):
         value = timezone.localtime(value)
     return value.strftime("%Y-%m-%d %H:%M:%S %Z").rstrip()
+
+
+def short_when(value: dt.datetime | None) -> str:
+    """``11-25 07:12:37 UTC``: a list cell's time, the year left to the record's own page."""
+
+    return NONE if value is None else when(value)[5:]
 
 
 def money(value: Decimal | float | int | str | None) -> str:
