@@ -40,7 +40,7 @@ class ErrorClass(models.TextChoices):
     MODEL_NOT_FOUND = "model_not_found", "model not found"
     PAYLOAD_TOO_LARGE = "payload_too_large", "request too large"
     RATE_LIMITED = "rate_limited", "key's requests per minute used up"
-    BUDGET_EXCEEDED = "budget_exceeded", "key's token budget used up"
+    BUDGET_EXCEEDED = "budget_exceeded", "key's budget used up"
     CONCURRENCY_LIMITED = "concurrency_limited", "key's concurrent requests at their cap"
     NO_ACCOUNTS = "no_accounts", "no usable account"
     UNAVAILABLE = "unavailable", "gateway dependency unavailable"
