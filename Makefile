@@ -24,7 +24,13 @@ $(NODE_STAMP): package.json package-lock.json
 
 install: $(STAMP) $(NODE_STAMP)
 
-migrate: $(STAMP)
+# A checkout's own settings, read by gateway/settings.py (django-environ) in any terminal: DEBUG on and a
+# SECRET_KEY of its own. Written once; never committed (.gitignore).
+.env:
+	@$(PY) -c "import secrets; print('DEBUG=1'); print('SECRET_KEY=' + secrets.token_urlsafe(50))" > .env
+	@echo "wrote .env: DEBUG=1 and a generated SECRET_KEY"
+
+migrate: $(STAMP) .env
 	$(BIN)/python manage.py migrate --noinput
 
 run: migrate
@@ -36,7 +42,7 @@ run: migrate
 	echo "Gateway on http://$(HOST):$(PORT) — demo client key: gw-demo-key"; \
 	echo "Try:"; \
 	echo "  curl http://$(HOST):$(PORT)/v1/chat/completions -H 'Authorization: Bearer gw-demo-key' -H 'Content-Type: application/json' -d '{\"model\":\"mock-text\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'"; \
-	echo "  python -c \"import openai; c=openai.OpenAI(base_url='http://$(HOST):$(PORT)/v1', api_key='gw-demo-key'); print(c.chat.completions.create(model='mock-text', messages=[{'role':'user','content':'Hi'}]).choices[0].message.content)\""; \
+	echo "  $(BIN)/python -c \"import openai; c=openai.OpenAI(base_url='http://$(HOST):$(PORT)/v1', api_key='gw-demo-key'); print(c.chat.completions.create(model='mock-text', messages=[{'role':'user','content':'Hi'}]).choices[0].message.content)\""; \
 	echo ""; \
 	$(BIN)/python -m gateway.serve --host $(HOST) --port $(PORT)
 

@@ -23,6 +23,7 @@ from django.utils.functional import cached_property
 from django.utils.html import format_html
 
 from . import imports, pool
+from .formats import money, short_when
 from .model_metadata import validate_metadata
 from .models import Account, ApiKey, DisableEvent, ModelAlias, Provider, RequestLog
 from .prices import validate_prices
@@ -32,7 +33,22 @@ from .secrets import new_client_key
 if TYPE_CHECKING:
     from django.contrib.admin.options import _FieldGroups
 
+# The lists need the width (they fit 1440 px with their usage columns; accounts/static/accounts/admin.css):
+# no app sidebar beside them; the breadcrumbs and the index lead everywhere it did.
+admin.site.enable_nav_sidebar = False
+
 INLINE_ACCOUNTS_MAX = 50  # beyond this the provider page links to the account list instead
+SHORT_PROTOCOL = {"openai_chat": "chat", "anthropic": "messages", "responses": "responses"}
+
+
+def clipped(text: str, limit: int) -> str:
+    """A list cell's text cut to ``limit`` characters, the whole of it in the tooltip."""
+
+    if not text:
+        return "—"
+    if len(text) <= limit:
+        return text
+    return format_html('<span title="{}">{}…</span>', text, text[:limit - 1])
 
 
 class AccountForm(forms.ModelForm[Account]):
@@ -152,6 +168,10 @@ class BulkImportForm(forms.Form):
                                      "(not shown again if the form has errors: paste again)")
     file = forms.FileField(required=False, help_text="A text or CSV file in the same format")
     label_prefix = forms.SlugField(initial="acct", help_text="Labels for keys given without one: prefix-1, prefix-2 …")
+    reset_balances = forms.BooleanField(
+        required=False, label="Reset balances",
+        help_text="Set existing accounts' balances to the file's; otherwise only new accounts (and those without "
+                  "a balance) take the file's, and live balances are kept")
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -167,8 +187,10 @@ def _today_start() -> Any:
 @admin.register(Account)
 class AccountAdmin(admin.ModelAdmin[Account]):
     form = AccountForm
-    list_display = ["__str__", "key_hint", "status", "cooldown_until", "balance", "last_used_at",
-                    "today_requests", "today_tokens", "requests", "errors", "last_test", "retest_at"]
+    # Fits 1440 px with the usage columns (today's and all time) in view: cool-down end and next
+    # test share a column (only one applies at a time), times drop the year, money is $1,234.57.
+    list_display = ["name", "key_hint", "status", "back_in_pool", "money_balance", "last_used",
+                    "today_requests", "today_tokens", "requests", "errors", "last_test"]
     list_filter = ["status", "provider", "disabled_by_hand"]
     search_fields = ["label", "provider__name", "key_hint"]
     list_select_related = ["provider"]
@@ -195,6 +217,26 @@ class AccountAdmin(admin.ModelAdmin[Account]):
             today_t=Coalesce(Subquery(today.annotate(t=Sum(F("input_tokens") + F("output_tokens"))).values("t")), 0),
         )
 
+    @admin.display(description="back in pool", ordering="cooldown_until")
+    def back_in_pool(self, obj: Account) -> str:
+        if obj.cooldown_until:
+            return short_when(obj.cooldown_until)
+        if obj.retest_at and obj.status == Account.DISABLED and not obj.disabled_by_hand:
+            return f"test {short_when(obj.retest_at)}"
+        return "—"
+
+    @admin.display(description="account", ordering="provider__name")
+    def name(self, obj: Account) -> str:
+        return clipped(str(obj), 36)
+
+    @admin.display(description="balance", ordering="balance")
+    def money_balance(self, obj: Account) -> str:
+        return money(obj.balance)
+
+    @admin.display(description="last used", ordering="last_used_at")
+    def last_used(self, obj: Account) -> str:
+        return short_when(obj.last_used_at)
+
     @admin.display(description="today: requests", ordering="today_n")
     def today_requests(self, obj: Account) -> int:
         return getattr(obj, "today_n", 0)
@@ -219,7 +261,7 @@ class AccountAdmin(admin.ModelAdmin[Account]):
             return "queued"
         if obj.probed_at is None:
             return "—"
-        return f"{obj.probe_summary} ({timezone.localtime(obj.probed_at):%Y-%m-%d %H:%M:%S %Z})"
+        return clipped(f"{obj.probe_summary} ({short_when(obj.probed_at)})", 40)
 
     @admin.action(description="Test selected accounts (a minimal request each, in the background)")
     def test_accounts(self, request: HttpRequest, queryset: QuerySet[Account]) -> None:
@@ -247,7 +289,8 @@ class AccountAdmin(admin.ModelAdmin[Account]):
                 form.add_error("file" if form.cleaned_data["file"] else "keys", str(exc))
             else:
                 result = imports.import_accounts(form.cleaned_data["provider"], rows,
-                                                 form.cleaned_data["label_prefix"])
+                                                 form.cleaned_data["label_prefix"],
+                                                 reset_balances=form.cleaned_data["reset_balances"])
                 self.message_user(request, f"Imported {result.created} new and updated {result.updated} "
                                            f"account(s); {result.unchanged} unchanged.")
                 return HttpResponseRedirect(reverse("admin:accounts_account_changelist"))
@@ -350,13 +393,44 @@ class CappedPaginator(Paginator[RequestLog]):
 
 @admin.register(RequestLog)
 class RequestLogAdmin(admin.ModelAdmin[RequestLog]):
-    list_display = ["created_at", "request_id", "client_key_name", "client_protocol", "upstream_protocol",
-                    "model_requested", "account", "status", "attempt_count", "latency_ms", "input_tokens",
-                    "output_tokens", "cost"]
+    # Fits 1440 px with tokens and cost in view: long names are cut (whole in their tooltip), the
+    # protocols read as one short column; the request's page has everything in full.
+    list_display = ["when", "short_id", "key_name", "protocols", "model_asked", "account_name", "status",
+                    "attempt_count", "latency_ms", "input_tokens", "output_tokens", "money_cost"]
     list_filter = ["status", "client_protocol", "upstream_protocol", "stream", "transport"]
     # Exact matches only, each served by an index: a substring search reads the whole log.
     search_help_text = "A request id or a model name, exactly."
     search_fields = ["request_id"]
+
+    @admin.display(description="time", ordering="created_at")
+    def when(self, obj: RequestLog) -> str:
+        return short_when(obj.created_at)
+
+    @admin.display(description="request id")
+    def short_id(self, obj: RequestLog) -> str:
+        return clipped(obj.request_id, 12)
+
+    @admin.display(description="client key", ordering="client_key_name")
+    def key_name(self, obj: RequestLog) -> str:
+        return clipped(obj.client_key_name, 14)
+
+    @admin.display(description="protocols")
+    def protocols(self, obj: RequestLog) -> str:
+        client = SHORT_PROTOCOL.get(obj.client_protocol, obj.client_protocol)
+        upstream = SHORT_PROTOCOL.get(obj.upstream_protocol, obj.upstream_protocol)
+        return f"{client} → {upstream}" if upstream else client
+
+    @admin.display(description="model requested", ordering="model_requested")
+    def model_asked(self, obj: RequestLog) -> str:
+        return clipped(obj.model_requested, 20)
+
+    @admin.display(description="account")
+    def account_name(self, obj: RequestLog) -> str:
+        return clipped(str(obj.account) if obj.account else "", 20)
+
+    @admin.display(description="cost", ordering="cost")
+    def money_cost(self, obj: RequestLog) -> str:
+        return money(obj.cost)
     list_select_related = ["account", "account__provider"]
     # No date_hierarchy: its drill-down asks the whole log for its distinct dates on every page.
     paginator = CappedPaginator

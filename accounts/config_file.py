@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db import transaction
 
+from .imports import opening_balance
 from .model_metadata import validate_metadata
 from .models import PROTOCOL_CHOICES, Account, ApiKey, ModelAlias, Provider
 from .prices import validate_prices
@@ -34,6 +35,7 @@ class ConfigError(ValueError):
 class LoadReport:
     created: dict[str, int] = field(default_factory=lambda: {"providers": 0, "accounts": 0, "aliases": 0, "client_keys": 0})
     updated: dict[str, int] = field(default_factory=lambda: {"providers": 0, "accounts": 0, "aliases": 0, "client_keys": 0})
+    balances_kept: int = 0  # live balances that differ from the file's and were left alone
 
     def count(self, kind: str, created: bool) -> None:
         (self.created if created else self.updated)[kind] += 1
@@ -46,21 +48,22 @@ def _require(obj: dict[str, Any], key: str, where: str, kind: type = str) -> Any
     return value
 
 
-def load_file(path: str | Path) -> LoadReport:
-    """Load a TOML file; ``-`` reads standard input (`make run` rewrites the demo's upstream port)."""
+def load_file(path: str | Path, reset_balances: bool = False) -> LoadReport:
+    """Load a TOML file; ``-`` reads standard input (`make run` rewrites the demo's upstream port).
+    An account's ``balance`` is its opening balance: a live one is kept unless ``reset_balances``."""
 
     try:
         data = tomllib.loads(sys.stdin.read() if str(path) == "-" else Path(path).read_text())
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from exc
-    return load(data)
+    return load(data, reset_balances)
 
 
 @transaction.atomic
-def load(data: dict[str, Any]) -> LoadReport:
+def load(data: dict[str, Any], reset_balances: bool = False) -> LoadReport:
     report = LoadReport()
     for i, p in enumerate(data.get("providers", [])):
-        _load_provider(p, f"providers[{i}]", report)
+        _load_provider(p, f"providers[{i}]", report, reset_balances)
     for i, a in enumerate(data.get("aliases", [])):
         where = f"aliases[{i}]"
         name = _require(a, "name", where)
@@ -102,7 +105,7 @@ def _usd(value: Any, where: str) -> Decimal | None:
     return usd
 
 
-def _load_provider(p: dict[str, Any], where: str, report: LoadReport) -> None:
+def _load_provider(p: dict[str, Any], where: str, report: LoadReport, reset_balances: bool) -> None:
     name = _require(p, "name", where)
     protocol = _require(p, "protocol", where)
     if protocol not in PROTOCOLS:
@@ -131,11 +134,22 @@ def _load_provider(p: dict[str, Any], where: str, report: LoadReport) -> None:
         created = account is None
         if account is None:
             account = Account(provider=provider, label=label)
-        if created or account.get_secret() != secret:
+        if created or _secret_differs(account, secret):
             account.set_secret(secret)
         if "balance" in a:
-            account.balance = Decimal(str(a["balance"]))
+            balance = Decimal(str(a["balance"]))
+            if opening_balance(account, reset_balances):
+                account.balance = balance
+            elif account.balance != balance:
+                report.balances_kept += 1
         if "weight" in a:
             account.weight = int(a["weight"])
         account.save()
         report.count("accounts", created)
+
+
+def _secret_differs(account: Account, secret: str) -> bool:
+    try:
+        return account.get_secret() != secret
+    except ValueError:
+        return True  # encrypted under another key (SECRET_KEY changed): the file's key replaces it

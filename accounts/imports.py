@@ -4,7 +4,9 @@ Input is text: one key per line, or CSV lines ``label,key[,balance]`` (a
 ``label,key,balance`` header and ``#`` comments are skipped). A labelled row
 updates the provider's account of that label; a bare key updates the account
 that already holds that key, so pasting the same list twice adds nothing. New
-bare keys get the next free ``<prefix>-<n>`` label.
+bare keys get the next free ``<prefix>-<n>`` label. A balance in the file is an opening balance: an
+existing account's balance is live (spent by requests, set by ops) and only replaced when
+``reset_balances`` asks for it.
 """
 
 from __future__ import annotations
@@ -88,7 +90,8 @@ def _balance(value: str, n: int) -> Decimal | None:
 
 
 @transaction.atomic
-def import_accounts(provider: Provider, rows: list[ImportRow], label_prefix: str = "acct") -> ImportResult:
+def import_accounts(provider: Provider, rows: list[ImportRow], label_prefix: str = "acct",
+                    reset_balances: bool = False) -> ImportResult:
     existing = list(Account.objects.filter(provider=provider))
     by_label = {a.label: a for a in existing}
     by_key: dict[str, Account] = {}
@@ -119,7 +122,7 @@ def import_accounts(provider: Provider, rows: list[ImportRow], label_prefix: str
             account.set_secret(row.key)
             by_key[row.key] = account
             dirty = True
-        if row.balance is not None and account.balance != row.balance:
+        if row.balance is not None and account.balance != row.balance and opening_balance(account, reset_balances):
             account.balance = row.balance
             dirty = True
         if dirty and account.pk is not None:
@@ -127,3 +130,10 @@ def import_accounts(provider: Provider, rows: list[ImportRow], label_prefix: str
     Account.objects.bulk_create(new, batch_size=500)
     Account.objects.bulk_update(list(changed.values()), ["secret_encrypted", "key_hint", "balance"], batch_size=500)
     return ImportResult(created=len(new), updated=len(changed), unchanged=len(matched - set(changed)))
+
+
+def opening_balance(account: Account, reset_balances: bool) -> bool:
+    """Whether a balance from a file may be written to ``account``: a new account, one without a
+    balance, or a reset asked for. The one rule for loadconfig and the admin's import."""
+
+    return account.pk is None or account.balance is None or reset_balances

@@ -13,6 +13,8 @@ from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from fnmatch import fnmatchcase
 from typing import Any
 
+from . import formats
+
 PER = Decimal(1_000_000)
 PRICE_KEYS = ("input", "output", "cached")
 
@@ -57,15 +59,7 @@ def micro_dollars(usd: Decimal | int | float) -> int:
 def dollars(micros: int) -> str:
     """"$5.00", "$0.0042": cents always, more places only when the amount has them."""
 
-    return usd_text(Decimal(micros) / 1_000_000)
-
-
-def usd_text(usd: Decimal) -> str:
-    """$1,234.50, $0.0042: cents always, up to six places (messages and the dashboard show money alike)."""
-
-    text = f"{usd:,.6f}".rstrip("0")
-    whole, _, frac = text.partition(".")
-    return f"${whole}.{frac.ljust(2, '0')}"
+    return formats.money(Decimal(micros) / 1_000_000)
 
 
 def _decimal(value: Any) -> Decimal:

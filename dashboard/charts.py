@@ -21,6 +21,24 @@ def label_time(t: int, step: int) -> str:
     return when.strftime("%b %d") if step >= 86400 else when.strftime("%H:%M")
 
 
+def bucket_phrase(step: int) -> str:
+    """What one bar counts: "per 5 minutes", "per hour", "per day"."""
+
+    if step % 86400 == 0:
+        return "per day" if step == 86400 else f"per {step // 86400} days"
+    if step % 3600 == 0:
+        return "per hour" if step == 3600 else f"per {step // 3600} hours"
+    return "per minute" if step == 60 else f"per {step // 60} minutes"
+
+
+def _span(t: int, step: int) -> str:
+    """A bar's time span for its tooltip: "05:05–05:10 UTC", or the day."""
+
+    if step >= 86400:
+        return label_time(t, step)
+    return f"{label_time(t, step)}–{label_time(t + step, step)} UTC"
+
+
 def number(value: float) -> str:
     """Compact figures for axis labels: 950, 12.3k, 4.5M."""
 
@@ -31,8 +49,9 @@ def number(value: float) -> str:
 
 
 def bar_chart(points: Sequence[tuple[int, float]], *, title: str, step: int, unit: str = "",
-              css: str = "") -> SafeString:
-    """Bars over time: ``points`` are (unix time of the step's start, value)."""
+              css: str = "", errors: Sequence[float] | None = None) -> SafeString:
+    """Bars over time: ``points`` are (unix time of the step's start, value). With ``errors`` (one per
+    point, part of its value) each bar's failed part is drawn apart, in the error colour, on top."""
 
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     top = max((v for _, v in points), default=0) or 1
@@ -52,9 +71,16 @@ def bar_chart(points: Sequence[tuple[int, float]], *, title: str, step: int, uni
     for i, (t, v) in enumerate(points):
         h = plot_h * v / top
         x = LEFT + i * slot + (slot - bar) / 2
-        tip = f"{label_time(t, step)}: {number(v)}{(' ' + unit) if unit else ''}"
+        failed = min(errors[i], v) if errors is not None else 0
+        tip = f"{_span(t, step)}: {number(v)}{(' ' + unit) if unit else ''}"
+        if errors is not None:
+            tip += f", {number(failed)} failed"
         parts.append(f'<rect class="bar" x="{x:.1f}" y="{TOP + plot_h - h:.1f}" width="{bar:.1f}" '
                      f'height="{h:.1f}"><title>{escape(tip)}</title></rect>')
+        if failed:
+            eh = plot_h * failed / top
+            parts.append(f'<rect class="bar err" x="{x:.1f}" y="{TOP + plot_h - h:.1f}" width="{bar:.1f}" '
+                         f'height="{eh:.1f}"><title>{escape(tip)}</title></rect>')
     if points:
         for i in sorted({0, len(points) // 2, len(points) - 1}):
             x = LEFT + i * slot + slot / 2

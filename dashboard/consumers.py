@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +13,7 @@ from accounts.events import group
 
 from . import live
 
+OVERVIEW_EVERY = 1.0  # seconds
 FORBIDDEN = 4403  # an application close code: "HTTP 403" in the 4000–4999 range
 
 
@@ -32,7 +34,12 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
         await self.channel_layer.group_discard(group(), self.channel_name)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        """The page only listens; anything it sends is ignored."""
+        """The overview says which window it shows (``{"watch": "overview", "window": "24h"}``) to be
+        sent its figures as they change; anything else a page sends is ignored."""
+
+        if isinstance(content, dict) and content.get("watch") == "overview":
+            self.overview_window: str | None = str(content.get("window") or "")
+            self.overview_sent = 0.0
 
     async def pool_event(self, event: dict[str, Any]) -> None:
         """``{"type": "pool.event", "kind": ..., "payload": ...}`` from ``accounts.events``."""
@@ -40,7 +47,13 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
         build = live.BUILDERS.get(event.get("kind", ""))
         if build is None:
             return
-        await self.send_json(await _build(build, event.get("payload") or {}))
+        message = await _build(build, event.get("payload") or {})
+        window = getattr(self, "overview_window", None)
+        # Each process's log writer reports once a second: the figures follow at most as often.
+        if window is not None and time.monotonic() - self.overview_sent >= OVERVIEW_EVERY:
+            self.overview_sent = time.monotonic()
+            message["overview"] = await database_sync_to_async(live.overview)(window)
+        await self.send_json(message)
 
 
 @database_sync_to_async

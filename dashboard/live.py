@@ -10,8 +10,10 @@ from typing import Any
 
 from django.template.loader import render_to_string
 
+from accounts import formats
 from accounts.models import Account, DisableEvent, RequestLog
 
+from . import overviewfigures, stats
 from .templatetags.dash import back_in_pool, num
 
 MAX_ROWS = 50
@@ -26,8 +28,8 @@ def account_fields(account: Account) -> dict[str, Any]:
         "fields": {
             "status": account.get_status_display(),
             "cooldown_until": back_in_pool(account),
-            "last_used_at": f"{account.last_used_at:%Y-%m-%d %H:%M:%S}" if account.last_used_at else "—",
-            "balance": str(account.balance) if account.balance is not None else "—",
+            "last_used_at": formats.when(account.last_used_at),
+            "balance": formats.money(account.balance),
             "requests": num(account.requests),
             "errors": num(account.errors),
             "tokens": f"{num(account.input_tokens)} / {num(account.output_tokens)}",
@@ -71,6 +73,13 @@ def account_enabled(payload: dict[str, Any]) -> dict[str, Any]:
              .filter(account_id=account_id, ended_at__isnull=False).order_by("-ended_at")[:5])  # type: ignore[misc]
     return {"kind": "account.enabled", "events": [_event_html(e) for e in ended],
             "accounts": accounts([account_id] if account_id else [])}
+
+
+def overview(window_key: str) -> str:
+    """The overview's tiles and charts for a window, rendered as on the page."""
+
+    window = stats.window_from(window_key)
+    return render_to_string("dashboard/_overview_figures.html", overviewfigures.figures(window))
 
 
 BUILDERS = {

@@ -11,7 +11,7 @@ request moved on from (``dashboard.rollup``).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,9 +107,13 @@ def totals(window: Window, account_id: int | None = None) -> Totals:
     return Totals.from_row(qs.aggregate(**_sums(with_ttfb=True, per_account=account_id is not None)))
 
 
-def per_account(window: Window) -> dict[int, Totals]:
-    rows = (UsageBucket.objects.filter(start__gte=window_start(window))
-            .values("account_id").annotate(**_sums(with_ttfb=False, per_account=True)).order_by())
+def per_account(window: Window, account_ids: Collection[int] | None = None) -> dict[int, Totals]:
+    """Each account's figures (only ``account_ids``' when given: a page of the accounts table)."""
+
+    qs = UsageBucket.objects.filter(start__gte=window_start(window))
+    if account_ids is not None:
+        qs = qs.filter(account_id__in=account_ids)
+    rows = (qs.values("account_id").annotate(**_sums(with_ttfb=False, per_account=True)).order_by())
     return {row["account_id"]: Totals.from_row(row) for row in rows}
 
 
@@ -136,15 +140,18 @@ def series(window: Window, account_id: int | None = None,
     return points
 
 
-def per_account_series(window: Window, field_name: str = "requests") -> dict[int, list[int]]:
+def per_account_series(window: Window, field_name: str = "requests",
+                       account_ids: Collection[int] | None = None) -> dict[int, list[int]]:
     """Each account's values per chart step (for the usage table's sparklines), in one query."""
 
     lo = window_start(window)
     first = lo - lo % window.step
     steps = list(range(first, int(time.time()) + 1, window.step))
     index = {t: i for i, t in enumerate(steps)}
-    rows = (UsageBucket.objects.filter(start__gte=lo)
-            .annotate(t=F("start") - F("start") % window.step).values("account_id", "t")
+    qs = UsageBucket.objects.filter(start__gte=lo)
+    if account_ids is not None:
+        qs = qs.filter(account_id__in=account_ids)
+    rows = (qs.annotate(t=F("start") - F("start") % window.step).values("account_id", "t")
             .annotate(v=Sum(field_name)).order_by())
     out: dict[int, list[int]] = {}
     for row in rows:

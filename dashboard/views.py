@@ -8,13 +8,12 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 
 from accounts import pool
 from accounts.models import Account, DisableEvent, RequestLog
 
-from . import charts, logsearch, stats
+from . import accounttable, charts, logsearch, overviewfigures, stats
 from .security import staff_page
 
 RECENT = 20
@@ -34,23 +33,11 @@ def _events() -> QuerySet[DisableEvent]:
     return DisableEvent.objects.select_related("account__provider").order_by("-created_at", "-id")
 
 
-def _chart(points: list[dict[str, int]], field: str, title: str, window: stats.Window) -> SafeString:
-    return charts.bar_chart([(p["t"], p[field]) for p in points], title=title, step=window.step)
-
-
 @staff_page
 def overview(request: HttpRequest) -> HttpResponse:
     window = _window(request)
-    totals = stats.totals(window)
-    points = stats.series(window)
     return render(request, "dashboard/overview.html", {
-        "window": window, "windows": stats.WINDOWS.values(), "totals": totals,
-        "per_minute": totals.requests / (window.seconds / 60),
-        "ttfb": {p: totals.ttfb_percentile(p) for p in (50, 95, 99)},
-        "by_status": stats.accounts_by_status(),
-        "requests_chart": _chart(points, "requests", f"Requests per step, {window.label}", window),
-        "errors_chart": _chart(points, "errors", f"Errors per step, {window.label}", window),
-        "tokens_chart": _chart(points, "tokens", f"Tokens (in + out) per step, {window.label}", window),
+        "window": window, "windows": stats.WINDOWS.values(), **overviewfigures.figures(window),
         "recent": _recent_requests(),
         "events": list(_events()[:10]),
     })
@@ -59,15 +46,19 @@ def overview(request: HttpRequest) -> HttpResponse:
 @staff_page
 def usage(request: HttpRequest) -> HttpResponse:
     window = _window(request)
-    totals = stats.per_account(window)
-    sparks = stats.per_account_series(window)
-    accounts = list(Account.objects.select_related("provider").order_by("provider__name", "label"))
+    query = accounttable.AccountQuery(request.GET)
+    criteria = query.criteria()
+    page = accounttable.page(accounttable.accounts(criteria), request.GET.get("page"))
+    ids = [a.pk for a in page]
+    totals = stats.per_account(window, [*ids, 0])  # 0: the requests that reached no account
+    sparks = stats.per_account_series(window, account_ids=ids)
     rows = [{"account": a, "window": totals.get(a.pk, stats.Totals()),
              "spark": charts.sparkline(sparks.get(a.pk, []), title=f"{a} requests, {window.label}")}
-            for a in accounts]
+            for a in page]
     return render(request, "dashboard/usage.html", {
-        "window": window, "windows": stats.WINDOWS.values(), "rows": rows,
-        "unattributed": totals.get(0),
+        "window": window, "windows": stats.WINDOWS.values(), "rows": rows, "page": page,
+        "query": query, "sort": criteria.get("sort") or accounttable.DEFAULT_SORT, "desc": criteria.get("desc"),
+        "summary": accounttable.summary(), "unattributed": totals.get(0),
     })
 
 
@@ -80,9 +71,7 @@ def account_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "dashboard/account.html", {
         "account": account, "window": window, "windows": stats.WINDOWS.values(), "totals": totals,
         "ttfb": {p: totals.ttfb_percentile(p) for p in (50, 95, 99)},
-        "requests_chart": _chart(points, "requests", f"Requests, {window.label}", window),
-        "tokens_chart": _chart(points, "tokens", f"Tokens (in + out), {window.label}", window),
-        "errors_chart": _chart(points, "errors", f"Errors, {window.label}", window),
+        **overviewfigures.charts_of(points, window),
         "events": list(_events().filter(account=account)[:20]),
         "recent": _recent_requests(account=account),
     })

@@ -86,9 +86,19 @@ class PayloadTooLarge(GatewayError):
 
 
 class RateLimited(GatewayError):
+    """A client key's limit; the message names which, and the class files it in the request log."""
+
     status = 429
     error_type = "rate_limit_error"
     error_class = ErrorClass.RATE_LIMITED
+
+
+class OverBudget(RateLimited):
+    error_class = ErrorClass.BUDGET_EXCEEDED
+
+
+class TooManyInFlight(RateLimited):
+    error_class = ErrorClass.CONCURRENCY_LIMITED
 
 
 class NoAccounts(GatewayError):

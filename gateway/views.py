@@ -28,7 +28,8 @@ from .auth import authenticate
 from .count_tokens import count_input_tokens
 from .dispatch import Exchange, dispatch
 from . import model_shapes
-from .errors import GatewayError, InvalidRequest, ModelNotFound, NestingTooDeep, status_of, unavailable
+from .errors import (AuthenticationFailed, GatewayError, InvalidRequest, ModelNotFound, NestingTooDeep, status_of,
+                     unavailable)
 from .limits import request_estimate
 from .logrecord import TRANSPORT_META, LogRecord
 from .responses import error_response, json_response
@@ -67,12 +68,15 @@ def parse_request(proto: ProtocolModule, body: Any) -> ir.Request:
         raise InvalidRequest(exc.message, exc.param) from exc
 
 
-def _log_rejected(gw: Gateway, proto: ProtocolModule, key: KeyInfo, body: Any, err: GatewayError,
+def _log_rejected(gw: Gateway, proto: ProtocolModule, key: KeyInfo | None, body: Any, err: GatewayError,
                   transport: str) -> None:
+    """The row of a request refused before dispatch. A refused key is logged as no key at all: what
+    was presented is never stored, whether a typo of a real key or a guess."""
+
     model = body.get("model") if isinstance(body, dict) else None
     gw.log.submit(LogRecord(
-        request_id=new_id("req_"), client_protocol=proto.NAME, client_key_id=key.id,
-        client_key_name=key.name, model_requested=model if isinstance(model, str) else "",
+        request_id=new_id("req_"), client_protocol=proto.NAME, client_key_id=key.id if key else None,
+        client_key_name=key.name if key else "", model_requested=model if isinstance(model, str) else "",
         stream=bool(isinstance(body, dict) and body.get("stream") is True),
         status=status_of(err), error_class=err.error_class, transport=transport,
     ))
@@ -118,7 +122,7 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
             ex.record.status, ex.record.error_class = status_of(err), err.error_class
             ex.record.latency_ms = ex.elapsed_ms()
             gw.log.submit(ex.record)
-        elif key is not None:
+        elif key is not None or isinstance(err, AuthenticationFailed):
             _log_rejected(gw, proto, key, body, err, request.META.get(TRANSPORT_META, "http"))
         return error_response(proto.NAME, err)
     except asyncio.CancelledError:

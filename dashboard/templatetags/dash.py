@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from django import template
+from django.http import QueryDict
 
+from accounts import formats
 from accounts.models import Account
 from accounts.outcomes import ErrorClass, Verdict
-from accounts.prices import usd_text
 
 register = template.Library()
+
+register.filter("when", formats.when)
+register.filter("money", formats.money)
 
 
 @register.filter
@@ -18,9 +20,9 @@ def back_in_pool(account: Account) -> str:
     """When an account out of the pool may be back: its cool-down's end, or its next scheduled test."""
 
     if account.cooldown_until:
-        return f"{account.cooldown_until:%Y-%m-%d %H:%M:%S}"
+        return formats.when(account.cooldown_until)
     if account.retest_at and account.status == Account.DISABLED and not account.disabled_by_hand:
-        return f"next test {account.retest_at:%Y-%m-%d %H:%M:%S}"
+        return f"next test {formats.when(account.retest_at)}"
     return "—"
 
 
@@ -93,10 +95,15 @@ def rate(value: float | None) -> str:
     return f"{value:,.1f}" if value >= 10 else f"{value:.2g}"
 
 
-@register.filter
-def usd(value: object) -> str:
-    """Decimal("0.0042") → $0.0042, Decimal("1234.5") → $1,234.50 (cents always, up to six places); None → —."""
+@register.simple_tag(takes_context=True)
+def query_with(context: template.Context, **changes: object) -> str:
+    """This page's querystring with ``changes`` applied (a value of None or "" removes the parameter),
+    so a link changes one thing (the window, the sort, the page) and keeps the filters."""
 
-    if value is None or value == "":
-        return "—"
-    return usd_text(Decimal(str(value)))
+    params: QueryDict = context["request"].GET.copy()
+    for name, value in changes.items():
+        if value is None or value == "":
+            params.pop(name, None)
+        else:
+            params[name] = str(value)
+    return "?" + params.urlencode()

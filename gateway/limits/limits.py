@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import RateLimited
+from ..errors import OverBudget, RateLimited, TooManyInFlight
 from ..state import KeyInfo
 from .breaker import Breaker
 from .budgets import USD, Budget, LogUsage, UsdSpent, budgets_of
@@ -160,7 +160,7 @@ class Limits:
         scope = f"conc:{key.id}:{key.name}"
         store, granted = await self._on(lambda s: s.take(scope, hold.request_id, cap, self.lease))
         if not granted.ok:
-            raise RateLimited(f"This API key is limited to {cap} concurrent requests and has {granted.held} "
+            raise TooManyInFlight(f"This API key is limited to {cap} concurrent requests and has {granted.held} "
                               "in flight; retry when one finishes", headers={"Retry-After": "1"})
         hold.leases.append(Lease(store, scope, hold.request_id, None))
 
@@ -235,22 +235,22 @@ class Limits:
             await self.shared.aclose()
 
 
-def over_budget(budget: Budget, granted: Granted, now: dt.datetime, end: dt.datetime) -> RateLimited:
+def over_budget(budget: Budget, granted: Granted, now: dt.datetime, end: dt.datetime) -> OverBudget:
     limit, period = budget.amount(budget.limit), budget.period
     if granted.used >= budget.limit:
         frees = f"{end:%Y-%m-%d %H:%M} UTC"
         retry = {"Retry-After": str(max(1, math.ceil((end - now).total_seconds())))}
         if budget.unit == USD:
-            return RateLimited(f"The {period.adjective} USD budget of {limit} for this key is spent "
-                               f"({budget.amount(granted.used)} for {period.phrase}); it frees at {frees}",
-                               headers=retry)
-        return RateLimited(f"This API key has used its {limit} for {period.phrase}; the limit frees at {frees}",
-                           headers=retry)
+            return OverBudget(f"The {period.adjective} USD budget of {limit} for this key is spent "
+                              f"({budget.amount(granted.used)} for {period.phrase}); it frees at {frees}",
+                              headers=retry)
+        return OverBudget(f"This API key has used its {limit} for {period.phrase}; the limit frees at {frees}",
+                          headers=retry)
     # Not spent yet but reserved by requests in flight: what they do not use comes back when they end.
     if budget.unit == USD:
-        return RateLimited(f"The {period.adjective} USD budget of {limit} for this key is taken: "
-                           f"{budget.amount(granted.used)} used and {budget.amount(granted.held)} reserved by "
-                           "requests in flight; retry when they finish", headers={"Retry-After": "1"})
-    return RateLimited(f"This API key's limit of {limit} for {period.phrase} is taken: {granted.used} used and "
-                       f"{granted.held} reserved by requests in flight; retry when they finish",
-                       headers={"Retry-After": "1"})
+        return OverBudget(f"The {period.adjective} USD budget of {limit} for this key is taken: "
+                          f"{budget.amount(granted.used)} used and {budget.amount(granted.held)} reserved by "
+                          "requests in flight; retry when they finish", headers={"Retry-After": "1"})
+    return OverBudget(f"This API key's limit of {limit} for {period.phrase} is taken: {granted.used} used and "
+                      f"{granted.held} reserved by requests in flight; retry when they finish",
+                      headers={"Retry-After": "1"})

@@ -120,3 +120,24 @@ def test_an_alias_carries_the_metadata_model_listings_give(tmp_path: Path) -> No
 def test_a_negative_usd_budget_is_refused(tmp_path: Path) -> None:
     with pytest.raises(CommandError, match=r"client_keys\[0\].usd_budget_week: must be a non-negative amount of USD"):
         call_command("loadconfig", write(tmp_path, CONFIG + "usd_budget_week = -3\n"))
+
+
+def test_a_second_run_keeps_a_live_balance_unless_asked_to_reset_it(tmp_path: Path) -> None:
+    path = write(tmp_path, CONFIG)
+    call_command("loadconfig", path)
+    # The account spent money (or ops set its balance) since the first load.
+    Account.objects.filter(label="a1").update(balance=Decimal("3.25"))
+    out = io.StringIO()
+    call_command("loadconfig", path, stdout=out)
+    assert Account.objects.get(label="a1").balance == Decimal("3.25")
+    assert "1 live account balance(s) differ from the file and were kept" in out.getvalue()
+    call_command("loadconfig", path, "--reset-balances")
+    assert Account.objects.get(label="a1").balance == Decimal("12.5")
+
+
+def test_a_balance_added_to_the_file_reaches_an_account_that_had_none(tmp_path: Path) -> None:
+    call_command("loadconfig", write(tmp_path, CONFIG))
+    assert Account.objects.get(label="a2").balance is None
+    call_command("loadconfig", write(tmp_path, CONFIG.replace('api_key = "sk-second-account-key"',
+                                                              'api_key = "sk-second-account-key"\nbalance = 4')))
+    assert Account.objects.get(label="a2").balance == Decimal("4")

@@ -9,11 +9,13 @@ disable events when the pool picks it. A screenshot is saved to
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 import subprocess
 import uuid
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +23,10 @@ import httpx
 import pytest
 from django.contrib.auth.models import User
 from django.db import connection
+from django.utils import timezone
 
 from accounts.config_file import load
-from accounts.models import Account
+from accounts.models import Account, Provider, RequestLog
 from tests.dashboard.conftest import PASSWORD
 from tests.e2e import clients
 from tests.e2e.conftest import CLIENT_KEY, pool_config
@@ -105,6 +108,7 @@ def test_staff_watch_requests_usage_and_disable_events_arrive_live(
     overview = open_live(context, f"{base}/dashboard/")
     requests_cell = usage_page.locator(f'tr[data-account-id="{good.pk}"] [data-field="requests"]')
     assert requests_cell.inner_text() == "0"
+    tiles_before = overview.locator("#t-requests").inner_text()
 
     # 1. A request through the gateway: a new row in the open log, new numbers on the usage page.
     sdk = clients.openai_client(base, CLIENT_KEY)
@@ -114,6 +118,7 @@ def test_staff_watch_requests_usage_and_disable_events_arrive_live(
     # Locator assertions poll from Playwright's own world: a string predicate polled in the page
     # would be eval'd there, which the dashboard's CSP (rightly) forbids.
     expect(requests_cell).to_have_text("1", timeout=WAIT_MS)
+    expect(overview.locator("#t-requests")).not_to_have_text(tiles_before, timeout=WAIT_MS)  # the tiles follow
 
     # 2. The next request draws the second account, whose key answers 429: it is cooled down and
     #    the request is served by the first. The event appears on the overview, the status on usage.
@@ -159,3 +164,43 @@ def test_anonymous_browsers_get_the_login_page_and_no_websocket(browser: Any, da
         setTimeout(() => resolve("timeout"), 10000);
     })""")
     assert code == 4403
+
+
+ADMIN_LISTS = {
+    "/admin/accounts/account/": ["today: requests", "today: tokens", "requests", "errors", "balance", "last used"],
+    "/admin/accounts/requestlog/": ["time", "model requested", "status", "input tokens", "output tokens", "cost"],
+}
+
+
+@pytest.mark.slow  # a browser and a gateway
+def test_admin_lists_fit_1440_pixels_with_their_usage_columns(browser: Any, dashboard_gateway: Server) -> None:
+    User.objects.create_user("ops", password=PASSWORD, is_staff=True, is_superuser=True)
+    provider = Provider.objects.create(name="a-provider-with-a-rather-long-name", protocol="openai_chat",
+                                       base_url="http://127.0.0.1:9/v1")
+    for i in range(30):
+        account = Account(provider=provider, label=f"team-{i}-an-account-label-as-long-as-ops-make-them",
+                          balance=Decimal("123456.78901234"), requests=1_234_567, errors=98_765,
+                          last_used_at=timezone.now(), status=Account.COOLING,
+                          cooldown_until=timezone.now() + dt.timedelta(minutes=5))
+        account.set_secret(f"sk-test-{i}-0123456789abcdef")
+        account.save()
+        RequestLog.objects.create(request_id=f"req_{'0' * 24}{i:04d}", client_key_name="a-client-key-name",
+                                  client_protocol="openai_chat", upstream_protocol="anthropic", account=account,
+                                  model_requested="claude-sonnet-4-6-20260101-with-a-long-suffix", status=200,
+                                  latency_ms=12_345, input_tokens=123_456, output_tokens=65_432,
+                                  cost=Decimal("0.00041234"))
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    log_in(page, dashboard_gateway.url)
+    for path, columns in ADMIN_LISTS.items():
+        page.goto(dashboard_gateway.url + path)
+        headers = [h.strip().lower() for h in page.locator("#result_list thead th").all_inner_texts()]
+        for column in columns:
+            assert column in headers, (path, headers)
+        # The table is whole in its box (the admin scrolls a wider one sideways) and the page is too.
+        table, box = page.evaluate("[document.querySelector('#result_list').getBoundingClientRect().width,"
+                                   " document.querySelector('#result_list').parentElement.clientWidth]")
+        page_width = page.evaluate("document.documentElement.scrollWidth")
+        assert table <= box and page_width <= 1440, (path, table, box, page_width)
+    assert "$0.00041" in page.locator("#result_list").inner_text()  # the cost column, as money
+    context.close()

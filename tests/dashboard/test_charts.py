@@ -8,7 +8,20 @@ def test_bar_chart_draws_one_bar_per_point_scaled_to_the_largest() -> None:
     assert svg.count('<rect class="bar"') == 3
     plot_h = charts.HEIGHT - charts.TOP - charts.BOTTOM
     assert f'height="{plot_h:.1f}"' in svg  # the largest bar fills the plot
-    assert "<title>01:00: 4</title>" in svg
+    assert "<title>01:00–02:00 UTC: 4</title>" in svg  # a bar's tooltip names the hour it counts
+
+
+def test_a_chart_with_errors_draws_each_bars_failed_part_apart() -> None:
+    svg = charts.bar_chart([(0, 10), (300, 4)], title="Requests", step=300, errors=[5, 0])
+    assert svg.count('<rect class="bar err"') == 1
+    plot_h = charts.HEIGHT - charts.TOP - charts.BOTTOM
+    assert f'class="bar err" x="' in svg and f'height="{plot_h / 2:.1f}"' in svg  # half of the tallest bar
+    assert "<title>00:00–00:05 UTC: 10, 5 failed</title>" in svg
+
+
+def test_bucket_phrases_name_what_one_bar_counts() -> None:
+    assert [charts.bucket_phrase(s) for s in (60, 300, 3600, 86400, 7200)] == [
+        "per minute", "per 5 minutes", "per hour", "per day", "per 2 hours"]
 
 
 def test_text_in_charts_is_escaped() -> None:

@@ -124,3 +124,26 @@ def test_a_cooldown_ended_at_its_time_arrives_with_the_closed_event_and_the_acco
     [account] = enabled["accounts"]
     assert account["id"] == a.pk and account["fields"]["status"] == "Active"
     assert account["fields"]["cooldown_until"] == "—"
+
+
+def test_the_overview_gets_its_tiles_and_charts_live_for_its_window(staff_client: Client, provider: Provider) -> None:
+    a = make_account(provider, "a")
+    recs = [record(a) for _ in range(3)] + [record(a, status=500, error_class="upstream_error")]
+
+    async def go() -> dict[str, Any]:
+        comm = communicator(staff_client)
+        assert (await comm.connect())[0]
+        assert await comm.receive_json_from() == {"kind": "hello"}
+        await comm.send_json_to({"watch": "overview", "window": "1h"})
+        await database_sync_to_async(write)(recs)
+        for _ in range(50):
+            msg: dict[str, Any] = await comm.receive_json_from(timeout=5)
+            if msg.get("kind") == "requests.logged" and msg.get("overview"):
+                break
+        await comm.disconnect()
+        return msg
+
+    html = async_to_sync(go)()["overview"]
+    assert '<span class="v" id="t-requests">4</span>' in html and "25.0 %" in html
+    assert '<span class="v" id="t-rpm">4</span>' in html
+    assert "Requests per 5 minutes, last hour" in html

@@ -35,7 +35,7 @@ def test_overview_figures_follow_the_selected_window(staff_client: Client, provi
     assert "Tokens in / out 100 / 50" in day
     # The 8 first bytes at 100 ms fill the 75–100 ms bucket: interpolated inside it.
     assert "TTFB p50 / p95 / p99 88 ms / 99 ms / 100 ms" in day
-    assert "Requests / min 0.0069" in day
+    assert "Requests / min last minute 10 " in day  # all ten came just now
     assert "1 active · 0 cooling · 0 disabled" in day
     week = text(staff_client.get(reverse("dashboard:overview") + "?window=7d"))
     assert "Requests 11 " in week and "Tokens in / out 1,100 / 1,050" in week
@@ -115,7 +115,7 @@ def test_a_disabled_account_shows_its_next_scheduled_test_until_it_is_back(staff
     pool.disable_account(a.pk, rule="auth_invalid", tier="auth_invalid", status_code=401, excerpt="",
                          retest_after=3600)
     Account.objects.filter(pk=a.pk).update(retest_at=dt.datetime(2030, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc))
-    shown = "next test 2030-01-02 03:04:05"
+    shown = "next test 2030-01-02 03:04:05 UTC"
     assert shown in text(staff_client.get(reverse("dashboard:events")))
     assert shown in text_of_row(staff_client.get(reverse("dashboard:usage")).content.decode(), a.pk)
     assert shown in text(staff_client.get(reverse("dashboard:account", args=[a.pk])))
@@ -229,3 +229,31 @@ def test_request_detail_shows_the_attempt_trace(staff_client: Client, provider: 
 
 def test_unknown_request_ids_are_404(staff_client: Client) -> None:
     assert staff_client.get(reverse("dashboard:request", args=["req_nope"])).status_code == 404
+
+
+def test_the_sites_root_leads_staff_to_the_dashboard(staff_client: Client) -> None:
+    response = staff_client.get("/", follow=True)
+    assert response.redirect_chain == [("/dashboard/", 302)]
+    assert "<h1>Overview" in response.content.decode()
+
+
+def test_requests_per_minute_is_the_last_minutes_rate_not_the_windows_average(staff_client: Client,
+                                                                             provider: Provider) -> None:
+    a = make_account(provider, "a")
+    write([record(a) for _ in range(3)] + [record(a, ago=dt.timedelta(minutes=5)) for _ in range(40)])
+    page = text(staff_client.get(reverse("dashboard:overview") + "?window=1h"))
+    assert "Requests / min last minute 3 " in page and "Requests 43 " in page
+
+
+def test_charts_say_what_one_bar_counts_and_draw_failures_apart(staff_client: Client, provider: Provider) -> None:
+    a = make_account(provider, "a")
+    write([record(a) for _ in range(4)] + [record(a, status=502, error_class="upstream_error")])
+    day = staff_client.get(reverse("dashboard:overview") + "?window=24h").content.decode()
+    assert "<title>Requests per hour, last 24 hours</title>" in day and "Errors per hour" in day
+    hour = staff_client.get(reverse("dashboard:overview") + "?window=1h").content.decode()
+    assert "<title>Requests per 5 minutes, last hour</title>" in hour
+    requests_chart = hour.split("<title>Requests per 5 minutes", 1)[1].split("</svg>", 1)[0]
+    assert requests_chart.count('<rect class="bar err"') == 1  # the one bar with a failure shows it
+    assert re.search(r"\d\d:\d\d–\d\d:\d\d UTC: 5, 1 failed", requests_chart)
+    week = staff_client.get(reverse("dashboard:overview") + "?window=7d").content.decode()
+    assert "Requests per day, last 7 days" in week

@@ -110,9 +110,9 @@ def test_spend_page_sums_every_key_per_model_and_per_provider(staff_client: Clie
     assert field(row_of(models, "gpt-test"), "cost") == "$0.021"
     assert field(row_of(models, "gpt-test"), "requests") == "4"  # three of team-a's, team-b's failed one
     providers = html.split('data-spend="provider"', 1)[1].split("</table>", 1)[0]
-    assert field(row_of(providers, "up-chat"), "cost") == "$2.021"
+    assert field(row_of(providers, "up-chat"), "cost") == "$2.02"  # cents from a dollar up
     assert field(providers.split("up-other", 1)[1], "cost") == "$1.00"
-    assert 'data-field="cost">$3.021<' in html
+    assert 'data-field="cost">$3.02<' in html
 
 
 def test_request_log_shows_each_requests_cost_and_filters_by_a_least_cost(staff_client: Client,

@@ -220,11 +220,14 @@ def test_the_model_list_shows_a_key_only_its_models(pool: Any, gateway: Server, 
     config["aliases"] = [{"name": "acc-chat-2", "provider": "up-openai_chat", "model": "mock-text"},
                          {"name": "other-model", "provider": "up-openai_chat", "model": "mock-text"}]
     load(config)
-    restricted = limited_key(mock_upstream, allowed_models=["acc-*", "mock-t*"])
+    # The upstream's own names route as provider/name (no alias names them bare); "mock-t*" alone
+    # would not reach them, its "*" never crossing the "/".
+    restricted = limited_key(mock_upstream, allowed_models=["acc-*", "mock-t*", "up-openai_chat/mock-t*"])
     everything = limited_key(mock_upstream)
     listed = {m.id for m in clients.openai_client(gateway.url, restricted).models.list()}
-    assert listed == {"acc-chat-2", "mock-text", "mock-tool", "mock-truncated"}
-    assert {"acc-chat-2", "other-model", "mock-long"} <= {
+    assert listed == {"acc-chat-2", "up-openai_chat/mock-text", "up-openai_chat/mock-tool",
+                      "up-openai_chat/mock-truncated"}
+    assert {"acc-chat-2", "other-model", "up-openai_chat/mock-long", "up-anthropic/mock-long"} <= {
         m.id for m in clients.openai_client(gateway.url, everything).models.list()}
 
 

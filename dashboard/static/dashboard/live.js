@@ -60,19 +60,32 @@
     }
   }
 
+  // The overview's tiles and charts, re-rendered by the server for the window the page shows.
+  function updateOverview(html) {
+    const figures = document.getElementById("overview-figures");
+    if (figures && html) figures.innerHTML = html;
+  }
+
   const handlers = {
-    "hello": () => setStatus("live", true),
+    "hello": (m, ws) => {
+      setStatus("live", true);
+      const figures = document.getElementById("overview-figures");
+      if (figures) ws.send(JSON.stringify({ watch: "overview", window: figures.dataset.window }));
+    },
     "requests.logged": (m) => {
+      updateOverview(m.overview);
       upsertRows("request-rows", "data-request-id", m.rows, true);
       updateAccounts(m.accounts);
     },
     "account.disabled": (m) => {
       upsertRows("event-rows", "data-event-id", m.events, true);
       updateAccounts(m.accounts);
+      updateOverview(m.overview);
     },
     "account.enabled": (m) => {
       upsertRows("event-rows", "data-event-id", m.events, false);
       updateAccounts(m.accounts);
+      updateOverview(m.overview);
     },
   };
 
@@ -83,7 +96,7 @@
     ws.onmessage = (e) => {
       const msg = JSON.parse(e.data);
       const handle = handlers[msg.kind];
-      if (handle) handle(msg);
+      if (handle) handle(msg, ws);
     };
     ws.onclose = (e) => {
       if (e.code === 4403) {
