@@ -14,7 +14,10 @@ from django import forms
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, F, OrderBy, QuerySet, Sum
 
+from accounts import formats
 from accounts.models import Account, Provider
+
+from .templatetags.dash import num
 
 PER_PAGE = 50
 
@@ -79,12 +82,19 @@ class ProviderSummary:
     def total(self) -> int:
         return sum(self.by_status.values())
 
+    def fields(self) -> dict[str, str]:
+        """The summary row's cells as displayed (``data-field`` names on the accounts page)."""
 
-def summary() -> list[ProviderSummary]:
-    """Per provider: its accounts by status and their total balance (one grouped query)."""
+        return {"accounts": num(self.total), **{status: num(n) for status, n in self.by_status.items()},
+                "balance": formats.money(self.balance)}
+
+
+def summary(provider_ids: list[int] | None = None) -> list[ProviderSummary]:
+    """Per provider (all, or these): its accounts by status and their total balance (one grouped query)."""
 
     out: dict[str, ProviderSummary] = {}
-    rows = (Account.objects.values("provider__name", "status")
+    accounts = Account.objects.all() if provider_ids is None else Account.objects.filter(provider_id__in=provider_ids)
+    rows = (accounts.values("provider__name", "status")
             .annotate(n=Count("id"), balance=Sum("balance")).order_by("provider__name"))
     for row in rows:
         s = out.setdefault(row["provider__name"], ProviderSummary(

@@ -13,7 +13,7 @@ from django.template.loader import render_to_string
 from accounts import formats
 from accounts.models import Account, DisableEvent, RequestLog
 
-from . import overviewfigures, stats
+from . import accounttable, overviewfigures, stats
 from .templatetags.dash import back_in_pool, num
 
 MAX_ROWS = 50
@@ -41,6 +41,20 @@ def accounts(ids: list[int]) -> list[dict[str, Any]]:
     return [account_fields(a) for a in Account.objects.filter(pk__in=ids[:MAX_ROWS]).order_by("pk")]
 
 
+def providers(account_ids: list[int]) -> list[dict[str, Any]]:
+    """The accounts page's summary rows of these accounts' providers, as displayed."""
+
+    if not account_ids:
+        return []
+    wanted = list(Account.objects.filter(pk__in=account_ids[:MAX_ROWS]).values_list("provider_id", flat=True)
+                  .distinct())
+    return [{"id": s.name, "fields": s.fields()} for s in accounttable.summary(wanted)]
+
+
+def _pool(account_ids: list[int]) -> dict[str, Any]:
+    return {"accounts": accounts(account_ids), "providers": providers(account_ids)}
+
+
 def requests_logged(payload: dict[str, Any]) -> dict[str, Any]:
     ids = [r["request_id"] for r in payload.get("requests", [])][-MAX_ROWS:]
     rows = (RequestLog.objects.filter(request_id__in=ids).select_related("account", "provider")
@@ -49,7 +63,7 @@ def requests_logged(payload: dict[str, Any]) -> dict[str, Any]:
         "kind": "requests.logged",
         "rows": [{"id": row.request_id, "html": render_to_string("dashboard/_request_row.html", {"row": row})}
                  for row in rows],
-        "accounts": accounts(list(payload.get("accounts", []))),
+        **_pool(list(payload.get("accounts", []))),
     }
 
 
@@ -63,7 +77,7 @@ def account_disabled(payload: dict[str, Any]) -> dict[str, Any]:
     qs = DisableEvent.objects.select_related("account__provider").filter(account_id=account_id)  # type: ignore[misc]
     event = (qs.filter(pk=payload["event_id"]) if payload.get("event_id") else qs.order_by("-created_at", "-id")).first()
     return {"kind": "account.disabled", "events": [_event_html(event)] if event else [],
-            "accounts": accounts([account_id] if account_id else [])}
+            **_pool([account_id] if account_id else [])}
 
 
 def account_enabled(payload: dict[str, Any]) -> dict[str, Any]:
@@ -72,7 +86,7 @@ def account_enabled(payload: dict[str, Any]) -> dict[str, Any]:
     ended = (DisableEvent.objects.select_related("account__provider")
              .filter(account_id=account_id, ended_at__isnull=False).order_by("-ended_at")[:5])  # type: ignore[misc]
     return {"kind": "account.enabled", "events": [_event_html(e) for e in ended],
-            "accounts": accounts([account_id] if account_id else [])}
+            **_pool([account_id] if account_id else [])}
 
 
 def overview(window_key: str) -> str:

@@ -44,20 +44,27 @@
     while (body.rows.length > MAX_ROWS) body.deleteRow(-1);
   }
 
-  function updateAccounts(accounts) {
-    for (const a of accounts || []) {
-      document.querySelectorAll('[data-account-id="' + a.id + '"]').forEach((scope) => {
+  // Cells named by data-field inside every element that carries attr="id" (an account's rows,
+  // a provider's summary row), patched to the server's displayed text.
+  function patchCells(attr, items) {
+    for (const a of items || []) {
+      document.querySelectorAll("[" + attr + '="' + CSS.escape(String(a.id)) + '"]').forEach((scope) => {
         for (const [field, text] of Object.entries(a.fields)) {
           scope.querySelectorAll('[data-field="' + field + '"]').forEach((cell) => {
             if (cell.textContent !== text) {
               cell.textContent = text;
               cell.classList.add("changed");
             }
-            if (field === "status") cell.className = "badge " + a.status + " changed";
+            if (field === "status" && a.status) cell.className = "badge " + a.status + " changed";
           });
         }
       });
     }
+  }
+
+  function updatePool(m) {
+    patchCells("data-account-id", m.accounts);
+    patchCells("data-provider", m.providers);
   }
 
   // The overview's tiles and charts, re-rendered by the server for the window the page shows.
@@ -75,16 +82,16 @@
     "requests.logged": (m) => {
       updateOverview(m.overview);
       upsertRows("request-rows", "data-request-id", m.rows, true);
-      updateAccounts(m.accounts);
+      updatePool(m);
     },
     "account.disabled": (m) => {
       upsertRows("event-rows", "data-event-id", m.events, true);
-      updateAccounts(m.accounts);
+      updatePool(m);
       updateOverview(m.overview);
     },
     "account.enabled": (m) => {
       upsertRows("event-rows", "data-event-id", m.events, false);
-      updateAccounts(m.accounts);
+      updatePool(m);
       updateOverview(m.overview);
     },
   };
