@@ -18,8 +18,10 @@ batch with :func:`checked_connections`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Callable, Iterator
+import logging
+from collections.abc import Awaitable, Callable, Iterator
 from typing import ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
@@ -73,3 +75,26 @@ async def hop(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
     """
 
     return await sync_to_async(_checked(fn), thread_sensitive=False)(*args, **kwargs)
+
+
+async def rounds(run_once: Callable[[], Awaitable[object]], tick: float, what: str) -> None:
+    """Until cancelled: ``run_once`` every ``tick`` seconds, outliving a round that fails (the
+    database away, a bug in one round). A failure is logged once, not every tick, and its end too."""
+
+    log = logging.getLogger(__name__)
+    failing = False
+    while True:
+        try:
+            await run_once()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the loop must outlive a bad round
+            if not failing:
+                log.warning("%s rounds failing; trying again every %.0f s", what, tick,
+                            exc_info=not isinstance(exc, DatabaseUnavailable))
+            failing = True
+        else:
+            if failing:
+                log.info("%s rounds running again", what)
+            failing = False
+        await asyncio.sleep(tick)

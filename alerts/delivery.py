@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import aiohttp
 from django.utils import timezone
 
-from accounts.db import DatabaseUnavailable, hop
+from accounts.db import hop, rounds
 
 from .events import Alert, enqueue
 from .models import Delivery, Webhook
@@ -106,7 +106,6 @@ class AlertWorker:
         self.tick = min(tick, lease.ttl / 3)
         self._noted: list[Alert] = []
         self._session: aiohttp.ClientSession | None = None
-        self._failing = False
 
     def note(self, alert: Alert) -> None:
         """An alert met on the request path: written to the outbox at the next tick (never waits)."""
@@ -117,19 +116,7 @@ class AlertWorker:
             log.error("alert %s dropped: %d alerts wait for the database", alert.key, MAX_NOTED)
 
     async def run(self) -> None:
-        while True:
-            try:
-                await self.run_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - the loop must outlive a bad round (the database away)
-                if not self._failing:
-                    log.warning("alert rounds failing; trying again every %.0f s", self.tick,
-                                exc_info=not isinstance(exc, DatabaseUnavailable))
-                self._failing = True
-            else:
-                self._failing = False
-            await asyncio.sleep(self.tick)
+        await rounds(self.run_once, self.tick, "alert")
 
     async def run_once(self) -> int:
         """Write noted alerts; if this process holds the lease, send what is due. Returns deliveries tried."""

@@ -20,11 +20,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from django.db import connections, router
-
 from accounts.outcomes import account_uses
 
 from . import histogram
+from .buckets import add_counts
 from .models import BUCKET_SECONDS, UsageBucket
 
 SUMS = ("requests", "errors", "retried", "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens",
@@ -85,23 +84,11 @@ def add(rows: Iterable[LogRow], model: Any = UsageBucket) -> None:
     """Add these rows' counts to their buckets (call inside the transaction that writes them)."""
 
     folded = fold(rows)
-    if not folded:
-        return
-    table = model._meta.db_table
-    conn = connections[router.db_for_write(model)]
-    q = conn.ops.quote_name
     # A migration's backfill hands in its historical model, which may predate a column (retried).
     fields = {f.name for f in model._meta.get_fields()}
     at = [i for i, name in enumerate(SUMS) if name in fields]
-    sums = [SUMS[i] for i in at]
-    cols = ["start", "account_id", *sums]
-    updates = ", ".join(f"{q(c)} = {q(table)}.{q(c)} + excluded.{q(c)}" for c in sums)
-    sql = (f"INSERT INTO {q(table)} ({', '.join(q(c) for c in cols)}) "
-           f"VALUES ({', '.join(['%s'] * len(cols))}) "
-           f"ON CONFLICT ({q('start')}, {q('account_id')}) DO UPDATE SET {updates}")
-    with conn.cursor() as cursor:
-        cursor.executemany(sql, [(start, account, *(counts[i] for i in at))
-                                 for (start, account), counts in sorted(folded.items())])
+    add_counts(model, ["start", "account_id"], [SUMS[i] for i in at],
+               [(start, account, *(counts[i] for i in at)) for (start, account), counts in sorted(folded.items())])
 
 
 def rebuild(log_model: Any, bucket_model: Any = UsageBucket, since: dt.datetime | None = None,

@@ -13,11 +13,11 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any, Protocol
 
-from django.db import connections, router
 from django.db.models import Sum
 
 from accounts.outcomes import request_failed
 
+from .buckets import add_counts
 from .models import SpendBucket
 from .rollup import bucket_of
 
@@ -79,19 +79,8 @@ def add(rows: Iterable[SpendRow], model: Any = SpendBucket) -> None:
     """Add these rows' counts to their buckets (call inside the transaction that writes them)."""
 
     folded = fold(rows)
-    if not folded:
-        return
-    table = model._meta.db_table
-    conn = connections[router.db_for_write(model)]
-    q = conn.ops.quote_name
-    ident = ["start", "client_key_id", "provider_id", "model"]
-    cols = [*ident, *SUMS]
-    updates = ", ".join(f"{q(c)} = {q(table)}.{q(c)} + excluded.{q(c)}" for c in SUMS)
-    sql = (f"INSERT INTO {q(table)} ({', '.join(q(c) for c in cols)}) "
-           f"VALUES ({', '.join(['%s'] * len(cols))}) "
-           f"ON CONFLICT ({', '.join(q(c) for c in ident)}) DO UPDATE SET {updates}")
-    with conn.cursor() as cursor:
-        cursor.executemany(sql, [(*key, *counts) for key, counts in sorted(folded.items())])
+    add_counts(model, ["start", "client_key_id", "provider_id", "model"], SUMS,
+               [(*key, *counts) for key, counts in sorted(folded.items())])
 
 
 def rebuild(log_model: Any, bucket_model: Any = SpendBucket, since: dt.datetime | None = None,

@@ -25,7 +25,6 @@ once took 2–3 s: a transaction each, with its event and broadcast, as a pick's
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import logging
 from collections.abc import Callable
@@ -33,7 +32,7 @@ from collections.abc import Callable
 from django.utils import timezone
 
 from accounts import pool, retests
-from accounts.db import DatabaseUnavailable, hop
+from accounts.db import hop, rounds
 
 from .lease import Lease
 
@@ -57,26 +56,11 @@ class PoolHealth:
         self.on_queued = on_queued
         # Renewed several times within its lifetime, so one slow round does not lose it.
         self.tick = min(tick, lease.ttl / 3)
-        self._failing = False
 
     async def run(self) -> None:
         """Until cancelled: a round every tick."""
 
-        while True:
-            try:
-                await self.run_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - the loop must outlive a bad round (the database away)
-                if not self._failing:  # once, not every second while the database is away
-                    log.warning("pool health rounds failing; trying again every %.0f s", self.tick,
-                                exc_info=not isinstance(exc, DatabaseUnavailable))
-                self._failing = True
-            else:
-                if self._failing:
-                    log.info("pool health rounds running again")
-                self._failing = False
-            await asyncio.sleep(self.tick)
+        await rounds(self.run_once, self.tick, "pool health")
 
     async def run_once(self) -> bool:
         """One round, if this process holds the lease (taking it if free); True when it did the work."""

@@ -41,6 +41,7 @@ from translation.sse import SSEEvent, SSEParser
 from .auth import authenticate
 from .errors import GatewayError, InvalidRequest, render, status_of, unavailable
 from .logrecord import TRANSPORT_META
+from .views import json_object
 
 if TYPE_CHECKING:
     from .app import Gateway
@@ -178,12 +179,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
     def _message(self, raw: str) -> dict[str, Any] | None:
         if len(raw) > self.gateway.options.max_body_bytes:
             raise InvalidRequest(f"The message exceeds {self.gateway.options.max_body_bytes} bytes")
-        try:
-            message = sse.loads(raw)
-        except ValueError as exc:
-            raise InvalidRequest(f"The message is not valid JSON: {exc}") from exc
-        if not isinstance(message, dict):
-            raise InvalidRequest("The message must be a JSON object")
+        message = json_object(raw, "message")
         kind = message.get("type")
         if kind == "response.processed":  # Codex's acknowledgement of a finished turn: nothing to do
             return None

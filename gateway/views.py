@@ -40,16 +40,23 @@ from .state import KeyInfo
 log = logging.getLogger(__name__)
 
 
+def json_object(raw: bytes | str, what: str) -> dict[str, Any]:
+    """``raw`` read as a JSON object, else a 400 naming ``what`` ("request body", a websocket "message")."""
+
+    try:
+        body = sse.loads(raw)
+    except ValueError as exc:
+        raise InvalidRequest(f"The {what} is not valid JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise InvalidRequest(f"The {what} must be a JSON object")
+    return body
+
+
 def parse_body(request: HttpRequest) -> Any:
     raw = request.body
     if not raw.strip():
         raise InvalidRequest("The request body is empty; send a JSON object")
-    try:
-        body = sse.loads(raw)
-    except ValueError as exc:
-        raise InvalidRequest(f"The request body is not valid JSON: {exc}") from exc
-    if not isinstance(body, dict):
-        raise InvalidRequest("The request body must be a JSON object")
+    body = json_object(raw, "request body")
     # orjson reads 1024 levels of nesting but writes only 254, and fields the upstream never sees are
     # still echoed into answers (a Responses text.format schema): too deep, it broke the answer midway.
     # Only a body with more brackets than that can be too deep, so nearly every body costs a count.
