@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from accounts.db import DatabaseUnavailable, hop
 from conversations import store
@@ -32,7 +32,24 @@ from .errors import InvalidRequest, UnknownResponse
 from .state import KeyInfo
 
 if TYPE_CHECKING:
-    from .dispatch import Exchange
+    from translation import ir
+
+    from .logrecord import LogRecord
+    from .routing import Route
+
+
+class Answered(Protocol):
+    """What storing an answer reads of its exchange (``gateway.dispatch.Exchange``, which imports this)."""
+
+    key: KeyInfo
+    body: Any
+    previous: Previous | None
+    request: ir.Request
+    route: Route
+    record: LogRecord
+
+    @property
+    def passthrough(self) -> bool: ...
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +133,7 @@ def keeps(body: dict[str, Any]) -> bool:
     return body.get("store") is not False
 
 
-async def keep(ex: Exchange, response: dict[str, Any], upstream_id: str | None) -> None:
+async def keep(ex: Answered, response: dict[str, Any], upstream_id: str | None) -> None:
     """Store the answer ``ex`` got; a failure is logged, the client still gets its answer."""
 
     response_id = response.get("id")
