@@ -28,7 +28,7 @@ from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
 
 from .dispatch import Exchange, dispatch
 from .errors import InvalidRequest, UpstreamFailed
-from .responses import SSE_HEADERS, json_response
+from .responses import EventStream, events_of, json_response
 from .sealing import Sealer
 
 if TYPE_CHECKING:
@@ -182,4 +182,4 @@ def trigger_answer(ex: Exchange, item: dict[str, Any], usage: ir.Usage) -> HttpR
         return json_response(ex.client.render_response(folder.result(), ctx))
     encoder = ex.client.stream_encoder(ctx)
     out = [chunk for event in events for chunk in encoder.feed(event)] + encoder.finish()
-    return StreamingHttpResponse(iter([b"".join(out)]), content_type="text/event-stream", headers=SSE_HEADERS)
+    return EventStream(events_of([b"".join(out)]))

@@ -22,7 +22,7 @@ import email.utils
 import logging
 import time
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -48,7 +48,7 @@ from .logrecord import Attempt, LogRecord
 from .neterrors import NetworkFailure, client_message, failure_kind, trace_text
 from .relay import TIMEOUT, Batch, Bounds, Decoding, Reader, Tapping, UpstreamStream, read_until_content
 from .reqlog import LogWriter
-from .responses import SSE_HEADERS, raw_json_response
+from .responses import EventStream, raw_json_response
 from .routing import Route
 from .state import KeyInfo
 from .streamlog import SpelledText, kept_stream
@@ -335,7 +335,7 @@ async def _open_stream(gw: Gateway, ex: Exchange, proto: ProtocolModule, respons
     # A body the server never starts iterating (the client left in between) runs no
     # finally: when it is collected, the upstream is still closed and the row still written.
     weakref.finalize(body, writer.abandon)
-    return StreamingHttpResponse(body, content_type="text/event-stream", headers=SSE_HEADERS)
+    return EventStream(body)
 
 
 class _StreamWriter:
@@ -388,7 +388,7 @@ class _StreamWriter:
         self._note([error])
         return self._sent(self.client.fail(error))
 
-    async def body(self, first: list[Batch]) -> AsyncIterator[bytes]:
+    async def body(self, first: list[Batch]) -> AsyncGenerator[bytes, None]:
         stream = self.stream
         try:
             # What one upstream read brought goes out as one write: each write costs the server a

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import orjson
-from django.http import HttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 
 from .errors import GatewayError, render, status_of
 
@@ -20,6 +21,23 @@ CORS_HEADERS = {
     "Access-Control-Allow-Methods": "GET, POST, PUT, DELETE, OPTIONS",
     "Access-Control-Allow-Headers": "Content-Type, Authorization, X-API-Key",
 }
+
+
+class EventStream(StreamingHttpResponse):
+    """An SSE answer that keeps its own generator at hand: the websocket transport
+    (``gateway.responses_socket``) reads the events from it, and throws the client's leaving into it,
+    without going through the wrapper Django's iteration puts around it."""
+
+    def __init__(self, events: AsyncGenerator[bytes, None]) -> None:
+        super().__init__(events, content_type="text/event-stream", headers=SSE_HEADERS)
+        self.events = events
+
+
+async def events_of(chunks: list[bytes]) -> AsyncGenerator[bytes, None]:
+    """An answer made whole in advance, as the generator an :class:`EventStream` takes."""
+
+    for chunk in chunks:
+        yield chunk
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> HttpResponse:

@@ -22,14 +22,14 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.core.handlers.asgi import ASGIRequest
-from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponseBase
 
 from accounts.db import DatabaseUnavailable
 from translation import sse
@@ -41,6 +41,7 @@ from translation.sse import SSEEvent, SSEParser
 from .auth import authenticate
 from .errors import GatewayError, InvalidRequest, render, status_of, unavailable
 from .logrecord import TRANSPORT_META
+from .responses import EventStream
 from .views import json_object
 
 if TYPE_CHECKING:
@@ -215,7 +216,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             await self.send(text_data=sse.dumps({"type": kind, "response": response}))
 
     async def _answer(self, response: HttpResponseBase, body: dict[str, Any]) -> None:
-        if not isinstance(response, StreamingHttpResponse):
+        if not isinstance(response, EventStream):
             content: bytes = response.content  # type: ignore[attr-defined]
             if response.status_code >= 400:
                 headers = {"retry-after": response["Retry-After"]} if response.has_header("Retry-After") else {}
@@ -224,9 +225,9 @@ class ResponsesSocket(AsyncWebsocketConsumer):
                 await self.send(text_data=sse.dumps({"type": "response.completed", "response": sse.loads(content)}))
             return
         parser = SSEParser()
-        # The view's own generator (``gateway.dispatch``), not the wrapper __aiter__ puts around it:
-        # a cancellation thrown into the wrapper would leave it suspended, to be closed as if it had ended.
-        async with aclosing(cast("AsyncGenerator[bytes, None]", response._iterator)) as parts:  # type: ignore[attr-defined]
+        # The view's own generator, not the wrapper __aiter__ puts around it: a cancellation thrown
+        # into the wrapper would leave it suspended, to be closed as if it had ended.
+        async with aclosing(response.events) as parts:
             async for part in parts:
                 try:
                     for event in parser.feed(bytes(part)):

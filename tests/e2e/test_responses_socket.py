@@ -267,3 +267,21 @@ def test_a_second_response_create_during_a_turn_is_refused_and_the_turn_goes_on(
     refused = [f for f in frames if f["type"] == "error"]
     assert len(refused) == 1 and refused[0]["status"] == 400 and "in progress" in refused[0]["error"]["message"]
     assert frames[-1]["response"]["model"] == "up-responses/mock-slow-10x50"
+
+
+def test_codex_compaction_trigger_over_the_socket_on_a_chat_upstream(setup: None, gateway: Server,
+                                                                    mock_upstream: Server) -> None:
+    """The gateway's own answer to a compaction trigger (a Chat upstream cannot compact) arrives as
+    frames like any other, and the next turn on the socket reaches the upstream with the summary."""
+
+    model = unique("up-openai_chat/mock-text")
+    with socket(gateway) as ws:
+        frames = turn(ws, model=model, input=[user("The codename is Heron."), {"type": "compaction_trigger"}])
+        assert frames[-1]["type"] == "response.completed"
+        [item] = [i for i in frames[-1]["response"]["output"] if i["type"] == "compaction"]
+        assert item["encrypted_content"] and "Heron" not in item["encrypted_content"]
+        after = turn(ws, model=model, input=[item, user("What is the codename?")])
+    assert after[-1]["type"] == "response.completed"
+    asked = [r["body"] for r in received(mock_upstream) if r["body"].get("model") == model.split("/", 1)[1]][-1]
+    said = json.dumps(asked["messages"])
+    assert "Summary of the conversation so far" in said and "Heron" in said and "gwc1." not in said
