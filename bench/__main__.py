@@ -1,6 +1,7 @@
 """``python -m bench [--quick] [--only NAME[,NAME…]]`` — the benchmark suite (``make bench``).
 
-Sub-benchmarks: ``translation`` (in this process, one core); against real
+Sub-benchmarks: ``translation`` (in this process, one core); ``features`` (what metrics
+and a key's limits and budgets add to a request, in a child process); against real
 processes, ``latency``, ``throughput``, ``streams``, ``paced``, ``hold``,
 ``multiproc`` (``gateway`` is shorthand for all of these); ``dashboard``
 (``bench/dashboard_bench.py``: dashboard pages on a big request log, in a child
@@ -19,11 +20,11 @@ import sys
 import time
 from typing import Any
 
-from . import gateway, report, translation
+from . import features, gateway, report, translation
 from .procs import ROOT
 from .procstat import loadavg
 
-ALL = ["translation", *gateway.SECTIONS, "dashboard"]
+ALL = ["translation", "features", *gateway.SECTIONS, "dashboard"]
 KNOWN = [*ALL, *gateway.EXTRA_SECTIONS, "gateway"]
 
 
@@ -69,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if "translation" in args.names:
             results["translation"] = translation.run(quick=args.quick)
+        if "features" in args.names:
+            print("… features (bench/features.py): metrics and limits per request", flush=True)
+            results["features"] = features.run(quick=args.quick)
         process_names = [n for n in args.names if n in gateway.MEASURES]
         if process_names:
             results["gateway"] = gateway.run(process_names, gateway.Plan.for_mode(args.quick))

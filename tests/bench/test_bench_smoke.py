@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +21,8 @@ from bench.procs import ROOT
 from bench.targets import ROUTES, bench_config, gateway_target
 
 MODULES = ["bench.__main__", "bench.bare_relay", "bench.gateway", "bench.http1", "bench.loadgen", "bench.procs",
-           "bench.procstat", "bench.profile", "bench.report", "bench.targets", "bench.translation"]
+           "bench.procstat", "bench.profile", "bench.report", "bench.targets", "bench.translation", "bench.features",
+           "bench.dashboard_bench"]
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -147,3 +152,24 @@ def test_only_accepts_known_names_and_expands_gateway() -> None:
     assert "multiproc" in parse(["--only", "gateway"]).names
     with pytest.raises(SystemExit):
         parse(["--only", "nope"])
+
+
+def test_features_bench_measures_metrics_and_limits_per_request(tmp_path: Path) -> None:
+    out = tmp_path / "features.json"
+    subprocess.run([sys.executable, "-m", "bench.features", "--rounds", "300", "--json", str(out)], cwd=ROOT,
+                   check=True, timeout=120, capture_output=True)
+    figures = json.loads(out.read_text())
+    assert 0 < figures["metrics_us_per_request"] < 10_000
+    limits = figures["limits"]
+    assert 0 < limits["key_without_limits_us"] < limits["key_with_limits_and_usd_budgets_us"]
+
+
+@pytest.mark.slow  # seeds 500 accounts and renders every page: ~20 s
+def test_dashboard_bench_renders_every_dashboard_and_admin_page_on_a_seeded_pool(tmp_path: Path) -> None:
+    out = tmp_path / "dashboard.json"
+    subprocess.run([sys.executable, "-m", "bench.dashboard_bench", "--rows", "3000", "--repeats", "1",
+                    "--json", str(out)], cwd=ROOT, check=True, timeout=300, capture_output=True)
+    figures = json.loads(out.read_text())
+    pages = {p["page"] for p in figures["pages"]}
+    assert {"accounts 7d", "client keys 7d", "spend 7d", "admin accounts", "admin request log"} <= pages
+    assert figures["rows"] == 3000 and all(p["median_ms"] > 0 for p in figures["pages"])

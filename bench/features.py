@@ -1,0 +1,134 @@
+"""What metrics and budgets add to each request: ``python -m bench.features [--json PATH]``.
+
+Both run on every request of a key that has them, on the event loop, so their cost is a number
+of microseconds per request, measured here in a child process (Django configured per process)
+with the gateway's own objects: the Prometheus observer fed one finished request's record
+(``gateway.metrics.RequestMetrics.observe``, priced, two attempts), and a key's limits admitted
+and settled (``gateway.limits.Limits``, in-process store) for a key with a rate limit, a daily
+token limit and four USD budgets, against a key with none. ``python -m bench`` relates them to
+the gateway's own CPU per request from the throughput section.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+ROUNDS = 20_000
+
+
+def configure() -> None:
+    os.environ.update({"DJANGO_SETTINGS_MODULE": "gateway.settings", "DEBUG": "0", "LOG_LEVEL": "WARNING",
+                       "SECRET_KEY": "bench-only-secret-key", "DATABASE_URL": "sqlite:///:memory:"})
+    os.environ.pop("REDIS_URL", None)
+    os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+
+
+def metrics_us(rounds: int) -> float:
+    from accounts.outcomes import Verdict
+    from gateway.logrecord import Attempt, LogRecord
+    from gateway.metrics import RequestMetrics
+
+    providers: dict[int, Any] = {1: SimpleNamespace(name="up", prices={"*": {"input": 0.25, "output": 2}})}
+    m = RequestMetrics(lambda: providers)
+    record = LogRecord(request_id="r", client_protocol="openai_chat", client_key_name="team", provider_id=1,
+                       model_requested="gpt-5-mini", model_sent="gpt-5-mini", status=200, latency_ms=900,
+                       ttfb_ms=200, input_tokens=1200, output_tokens=300,
+                       attempts=[Attempt(1, "a", 429, Verdict.RETRY, 5), Attempt(2, "b", 200, Verdict.OK, 800)])
+    m.observe(record)  # the label children are made once, on a key's first request
+    t0 = time.perf_counter()
+    for _ in range(rounds):
+        m.observe(record)
+    return (time.perf_counter() - t0) / rounds * 1e6
+
+
+def limits_us(rounds: int) -> dict[str, float]:
+    from gateway.limits import Limits
+    from gateway.logrecord import LogRecord
+    from gateway.state import KeyInfo
+
+    prices = {"*": {"input": 0.25, "output": 2}}
+    plain = KeyInfo(id=1, name="plain", allowed_models=(), rate_limit_per_minute=None, daily_token_limit=None)
+    limited = KeyInfo(id=2, name="limited", allowed_models=(), rate_limit_per_minute=1_000_000_000,
+                      daily_token_limit=10**15, max_concurrent_requests=1000,
+                      usd_budgets=(("5h", 10**12), ("day", 10**12), ("week", 10**12), ("month", 10**12)))
+    record = LogRecord(request_id="r", client_protocol="openai_chat", status=200, model_sent="gpt-5-mini",
+                       input_tokens=1200, output_tokens=300)
+
+    async def nothing_logged(*_: Any) -> int:
+        return 0
+
+    async def per_request(key: KeyInfo) -> float:
+        limits = Limits()
+        limits.usage.since = nothing_logged  # type: ignore[method-assign]  # the bench has no log to read
+        estimate = lambda budget: 1500  # noqa: E731 - the shape admit takes
+
+        async def one(i: int) -> None:
+            hold = await limits.admit(key, f"r{i}", estimate, prices)
+            hold.settle(record)
+            for _ in range(3):  # settling hands the counters back in tasks of their own: let them run
+                await asyncio.sleep(0)
+
+        for i in range(200):  # warm: each period's counter read once
+            await one(i)
+        t0 = time.perf_counter()
+        for i in range(rounds):
+            await one(i)
+        took = time.perf_counter() - t0
+        await limits.aclose()
+        return took / rounds * 1e6
+
+    async def both() -> dict[str, float]:
+        none, full = await per_request(plain), await per_request(limited)
+        return {"key_without_limits_us": round(none, 2), "key_with_limits_and_usd_budgets_us": round(full, 2),
+                "added_us": round(full - none, 2)}
+
+    return asyncio.run(both())
+
+
+def measure(rounds: int = ROUNDS) -> dict[str, Any]:
+    configure()
+    out = {"rounds": rounds, "metrics_us_per_request": round(metrics_us(rounds), 2), "limits": limits_us(rounds)}
+    print(f"  metrics: {out['metrics_us_per_request']} µs a request; limits: a key with a rate limit, a token "
+          f"limit and four USD budgets {out['limits']['key_with_limits_and_usd_budgets_us']} µs against "
+          f"{out['limits']['key_without_limits_us']} µs for a key with none", flush=True)
+    return out
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    """For ``python -m bench``: the measurement in a child process, its figures returned."""
+
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        args = [sys.executable, "-m", "bench.features", "--json", out.name]
+        args += ["--rounds", "5000"] if quick else []
+        subprocess.run(args, cwd=ROOT, check=True, timeout=600)
+        return dict(json.loads(Path(out.name).read_text()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.features", description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    result = measure(args.rounds)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
