@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from django.db import connections, router
+
+T = TypeVar("T")
 
 
 def add_counts(model: Any, ident: Sequence[str], sums: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
@@ -25,3 +27,18 @@ def add_counts(model: Any, ident: Sequence[str], sums: Sequence[str], rows: Sequ
            f"ON CONFLICT ({', '.join(q(c) for c in ident)}) DO UPDATE SET {updates}")
     with conn.cursor() as cursor:
         cursor.executemany(sql, rows)
+
+
+def add_in_chunks(rows: Iterable[T], add: Callable[[list[T]], None], chunk: int) -> int:
+    """``rows`` (a rebuild's read of the log) handed to ``add`` ``chunk`` at a time; returns how many."""
+
+    batch: list[T] = []
+    total = 0
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= chunk:
+            add(batch)
+            total += len(batch)
+            batch = []
+    add(batch)
+    return total + len(batch)

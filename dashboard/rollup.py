@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from accounts.outcomes import account_uses
 
 from . import histogram
-from .buckets import add_counts
+from .buckets import add_counts, add_in_chunks
 from .models import BUCKET_SECONDS, UsageBucket
 
 SUMS = ("requests", "errors", "retried", "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens",
@@ -108,16 +108,8 @@ def rebuild(log_model: Any, bucket_model: Any = UsageBucket, since: dt.datetime 
     buckets.delete()
     fields = ("created_at", "account_id", "status", "error_class", "latency_ms", "ttfb_ms",
               "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens", "attempts")
-    batch: list[Row] = []
-    total = 0
-    for values in rows.values_list(*fields).iterator(chunk_size=chunk):
-        batch.append(Row(*values))
-        if len(batch) >= chunk:
-            add(batch, bucket_model)
-            total += len(batch)
-            batch = []
-    add(batch, bucket_model)
-    return total + len(batch)
+    return add_in_chunks((Row(*values) for values in rows.values_list(*fields).iterator(chunk_size=chunk)),
+                         lambda b: add(b, bucket_model), chunk)
 
 
 @dataclass(slots=True)

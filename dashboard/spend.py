@@ -17,7 +17,7 @@ from django.db.models import Sum
 
 from accounts.outcomes import request_failed
 
-from .buckets import add_counts
+from .buckets import add_counts, add_in_chunks
 from .models import SpendBucket
 from .rollup import bucket_of
 
@@ -96,15 +96,6 @@ def rebuild(log_model: Any, bucket_model: Any = SpendBucket, since: dt.datetime 
         buckets = buckets.filter(start__gte=bucket_of(since))
         rows = rows.filter(created_at__gte=dt.datetime.fromtimestamp(bucket_of(since), dt.timezone.utc))
     buckets.delete()
-    batch: list[Any] = []
-    total = 0
     fields = ("created_at", "client_key", "provider", "model_requested", "status", "error_class", "input_tokens",
               "output_tokens", "cached_tokens", "reasoning_tokens", "cost")
-    for row in rows.only(*fields).iterator(chunk_size=chunk):
-        batch.append(row)
-        if len(batch) >= chunk:
-            add(batch, bucket_model)
-            total += len(batch)
-            batch = []
-    add(batch, bucket_model)
-    return total + len(batch)
+    return add_in_chunks(rows.only(*fields).iterator(chunk_size=chunk), lambda b: add(b, bucket_model), chunk)
