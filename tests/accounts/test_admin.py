@@ -425,8 +425,10 @@ def test_the_request_log_list_finds_a_request_by_its_exact_id_or_model_and_count
         staff: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     from accounts.admin import CappedPaginator
 
-    RequestLog.objects.bulk_create([RequestLog(request_id=f"req_{i:04d}", client_protocol="openai_chat",
-                                               model_requested="gpt-rare" if i == 7 else "gpt-common", status=200)
+    RequestLog.objects.bulk_create([RequestLog(request_id=f"req_{i:04d}",
+                                               client_protocol="anthropic" if i == 3 else "openai_chat",
+                                               model_requested="gpt-rare" if i == 7 else "gpt-common",
+                                               status=429 if i == 5 else 502 if i == 6 else 200)
                                     for i in range(30)])
     url = "/admin/accounts/requestlog/"
     found = staff.get(url, {"q": "req_0012"}).content.decode()
@@ -434,6 +436,13 @@ def test_the_request_log_list_finds_a_request_by_its_exact_id_or_model_and_count
     by_model = staff.get(url, {"q": "gpt-rare"}).content.decode()
     assert "req_0007" in by_model and "req_0008" not in by_model
     assert "0 results" in staff.get(url, {"q": "req_001"}).content.decode()  # exact, not a substring scan
+    # The filters' options are fixed (no scan of the log for its distinct values) and they filter.
+    limited = staff.get(url, {"status": "429"}).content.decode()
+    assert "req_0005" in limited and "req_0006" not in limited and "req_0004" not in limited
+    failed = staff.get(url, {"status": "5xx"}).content.decode()
+    assert "req_0006" in failed and "req_0005" not in failed
+    anthropic = staff.get(url, {"client_protocol": "anthropic"}).content.decode()
+    assert "req_0003" in anthropic and "req_0004" not in anthropic
     monkeypatch.setattr(CappedPaginator, "CAP", 20)
     capped = staff.get(url).content.decode()
     assert "20 request logs" in capped  # the count stops at the cap: no full count of a big log
