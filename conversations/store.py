@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from .models import StoredResponse
@@ -61,17 +61,27 @@ def _entry(row: StoredResponse) -> Entry:
                  account_id=row.account_id, upstream_response_id=row.upstream_response_id)
 
 
+def _values(entry: Entry) -> dict[str, Any]:
+    return dict(client_key_id=entry.client_key_id, previous_response_id=entry.previous_response_id,
+                model=entry.model[:200], upstream_protocol=entry.upstream_protocol, provider_id=entry.provider_id,
+                account_id=entry.account_id, upstream_response_id=entry.upstream_response_id[:200],
+                input_items=_dumps(entry.input_items), response=_dumps(entry.response), created_at=timezone.now())
+
+
 def save(entry: Entry) -> None:
-    values = dict(client_key_id=entry.client_key_id, previous_response_id=entry.previous_response_id,
-                  model=entry.model[:200], upstream_protocol=entry.upstream_protocol, provider_id=entry.provider_id,
-                  account_id=entry.account_id, upstream_response_id=entry.upstream_response_id[:200],
-                  input_items=_dumps(entry.input_items), response=_dumps(entry.response), created_at=timezone.now())
-    try:
-        with transaction.atomic():
-            StoredResponse.objects.create(response_id=entry.response_id, **values)
-    except IntegrityError:
-        # The same id again (an upstream that repeats ids): the newer answer is the one the client holds.
-        StoredResponse.objects.filter(response_id=entry.response_id).update(**values)
+    save_many([entry])
+
+
+def save_many(entries: list[Entry]) -> None:
+    """Store these answers in one transaction (one commit for a group: gateway.conversation's saver).
+    The same id again (an upstream that repeats ids) replaces the row: the newer answer is the one the
+    client holds."""
+
+    latest = {e.response_id: e for e in entries}  # within one group too, the last one wins
+    rows = [StoredResponse(response_id=rid, **_values(e)) for rid, e in latest.items()]
+    with transaction.atomic():
+        StoredResponse.objects.bulk_create(rows, update_conflicts=True, unique_fields=["response_id"],
+                                           update_fields=list(_values(entries[0])))
 
 
 def find(response_id: str, client_key_id: int | None) -> Entry | None:

@@ -29,6 +29,7 @@ from alerts.events import budget_reached
 from accounts.db import hop
 from accounts.models import Account, Provider
 
+from . import conversation
 from .limits import Limits, UsdSpent
 from .models_list import ModelCatalog
 from .lease import Lease
@@ -77,6 +78,7 @@ class Gateway:
                                               known_secrets=KnownSecrets() if options.log_bodies else None)
         self.metrics = RequestMetrics(lambda: self.config.latest.providers)
         self.metrics_collectors = (AccountsCollector(),)  # read at each scrape, on a worker thread
+        self.conversations = conversation.Saver()  # stored Responses answers, committed in groups
         self.log = log_writer or LogWriter(options.log_batch_seconds, sinks,
                                            options.log_body_limit if options.log_bodies else None, spool,
                                            known_secrets=self.config.known_secrets,

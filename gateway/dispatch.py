@@ -293,7 +293,7 @@ async def _json(gw: Gateway, ex: Exchange, proto: ProtocolModule, response: Upst
         answer = ex.client.render_response(resp, ctx)
         out = orjson.dumps(answer)  # once, for the client and the log
     if ex.keep and isinstance(answer, dict):
-        await conversation.keep(ex, answer, resp.id)
+        await conversation.keep(ex, answer, resp.id, gw.conversations)
     _finish_record(ex, 200, resp.usage, resp.finish)
     ex.record.response_body = gw.log.keep_body(out)
     gw.log.submit(ex.record)
@@ -330,7 +330,7 @@ async def _open_stream(gw: Gateway, ex: Exchange, proto: ProtocolModule, respons
                          else NetworkFailure.LOST)
         await _judge(gw, ex, attempt, err, "", secret)
     ex.record.ttfb_ms = ex.elapsed_ms()
-    writer = _StreamWriter(ex, stream, client, keepalive, gw.log)
+    writer = _StreamWriter(ex, stream, client, keepalive, gw.log, gw.conversations)
     body = writer.body(first)
     # A body the server never starts iterating (the client left in between) runs no
     # finally: when it is collected, the upstream is still closed and the row still written.
@@ -342,8 +342,9 @@ class _StreamWriter:
     """Writes the stream for the client, with keepalives, idle timeout and a clean end."""
 
     def __init__(self, ex: Exchange, stream: UpstreamStream, client: ClientStream, keepalive: float,
-                 log_writer: LogWriter) -> None:
+                 log_writer: LogWriter, saver: conversation.Saver) -> None:
         self.ex = ex
+        self.saver = saver
         self.stream = stream
         self.client = client
         self.keepalive = keepalive
@@ -443,7 +444,7 @@ class _StreamWriter:
 
         if self.client.final is not None:
             self.kept = True
-            await conversation.keep(self.ex, self.client.final, self.upstream_id)
+            await conversation.keep(self.ex, self.client.final, self.upstream_id, self.saver)
 
     def abandon(self) -> None:
         if not self.logged:
