@@ -317,18 +317,25 @@ async def _models(request: web.Request) -> web.Response:
     return _json(200, {"object": "list", "data": data})
 
 
-async def _count_tokens(request: web.Request) -> web.Response:
-    """Anthropic's count_tokens, answering the length of the JSON of ``messages``: a number the
-    gateway's own estimate (about a quarter of it) never gives, so tests can tell the two apart."""
+async def _received(request: web.Request, proto: Any) -> tuple[Any, web.Response | None]:
+    """A side endpoint's body, recorded, with the fault its key asks for (or None)."""
 
-    proto = registry.get("anthropic")
     raw = await request.read()
     body = _decode(raw)
     key = _api_key(request)
     _record(request.app[STATE], request, raw, body, key)
     fault = scenarios.MISSING_KEY if key is None else request.app[STATE].fault_for(key)
-    if fault is not None:
-        return _fault_response(proto, fault)
+    return body, (_fault_response(proto, fault) if fault is not None else None)
+
+
+async def _count_tokens(request: web.Request) -> web.Response:
+    """Anthropic's count_tokens, answering the length of the JSON of ``messages``: a number the
+    gateway's own estimate (about a quarter of it) never gives, so tests can tell the two apart."""
+
+    proto = registry.get("anthropic")
+    body, refused = await _received(request, proto)
+    if refused is not None:
+        return refused
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
         return _json(400, proto.render_error(400, "messages: Field required", "invalid_request_error"))
     return _json(200, {"input_tokens": len(orjson.dumps(body["messages"]))})
@@ -339,13 +346,9 @@ async def _compact(request: web.Request) -> web.Response:
     whose content is this upstream's own (``mock-upstream-compaction-<hex>``), not a gateway's."""
 
     proto = registry.get("responses")
-    raw = await request.read()
-    body = _decode(raw)
-    key = _api_key(request)
-    _record(request.app[STATE], request, raw, body, key)
-    fault = scenarios.MISSING_KEY if key is None else request.app[STATE].fault_for(key)
-    if fault is not None:
-        return _fault_response(proto, fault)
+    body, refused = await _received(request, proto)
+    if refused is not None:
+        return refused
     items = body.get("input") if isinstance(body, dict) else None
     if not isinstance(items, list):
         return _json(400, proto.render_error(400, "input: expected a list of items", "invalid_request_error",
