@@ -1,4 +1,10 @@
-"""Usage aggregates the dashboard reads instead of scanning the request log."""
+"""Usage and spend aggregates the dashboard reads instead of scanning the request log.
+
+Each is kept in three tiers, five minutes, an hour and a (UTC) day, written together by the request-log writer
+(``dashboard.rollup``, ``dashboard.spend``): a window reads the coarsest buckets that fit inside it and the finer
+ones only at its ragged start (``dashboard.buckets.pieces``), so a 7-day page of 500 busy accounts sums a few
+thousand rows, not the million five-minute ones it spans.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +15,12 @@ from accounts.models import UsageCounters
 from . import histogram
 
 BUCKET_SECONDS = 300
+HOUR_SECONDS = 3600
+DAY_SECONDS = 86400
 
 
-class UsageBucket(UsageCounters):
-    """Five minutes of one account's traffic.
+class UsageSums(UsageCounters):
+    """One account's traffic over a bucket's span.
 
     Kept by the request-log writer in the same transaction as the rows it sums
     (``dashboard.rollup.add``), so the aggregates never disagree with the log.
@@ -33,18 +41,41 @@ class UsageBucket(UsageCounters):
     del _field
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["start", "account_id"], name="usage_bucket_per_account")]
-        indexes = [models.Index(fields=["account_id", "start"])]
+        abstract = True
 
     def __str__(self) -> str:
         return f"account {self.account_id} @ {self.start}"
 
 
-class SpendBucket(UsageCounters):
-    """Five minutes of one client key's requests to one model through one provider, with what they cost.
+class UsageBucket(UsageSums):
+    """Five minutes of one account's traffic."""
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["start", "account_id"], name="usage_bucket_per_account")]
+        indexes = [models.Index(fields=["account_id", "start"])]
+
+
+class UsageHour(UsageSums):
+    """An hour of one account's traffic: the five-minute buckets' sums, kept beside them."""
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["start", "account_id"], name="usage_hour_per_account")]
+        indexes = [models.Index(fields=["account_id", "start"])]
+
+
+class UsageDay(UsageSums):
+    """A UTC day of one account's traffic."""
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["start", "account_id"], name="usage_day_per_account")]
+        indexes = [models.Index(fields=["account_id", "start"])]
+
+
+class SpendSums(UsageCounters):
+    """One client key's requests to one model through one provider over a bucket's span, with what they cost.
 
     Kept by the request-log writer in the same transaction as the rows it sums (``dashboard.spend.add``),
-    like :class:`UsageBucket`; it counts client requests (not uses of accounts), so the per-key, per-model
+    like :class:`UsageSums`; it counts client requests (not uses of accounts), so the per-key, per-model
     and per-provider pages add up to the request log. Ids are plain numbers (0: none) for the same reasons.
     """
 
@@ -56,9 +87,34 @@ class SpendBucket(UsageCounters):
     cost_nanos = models.BigIntegerField(default=0)
 
     class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"key {self.client_key_id} {self.model} @ {self.start}"
+
+
+class SpendBucket(SpendSums):
+    """Five minutes of one client key's spend per provider and model."""
+
+    class Meta:
         constraints = [models.UniqueConstraint(fields=["start", "client_key_id", "provider_id", "model"],
                                                name="spend_bucket_per_key_provider_model")]
         indexes = [models.Index(fields=["client_key_id", "start"]), models.Index(fields=["start"])]
 
-    def __str__(self) -> str:
-        return f"key {self.client_key_id} {self.model} @ {self.start}"
+
+class SpendHour(SpendSums):
+    """An hour of one client key's spend per provider and model."""
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["start", "client_key_id", "provider_id", "model"],
+                                               name="spend_hour_per_key_provider_model")]
+        indexes = [models.Index(fields=["client_key_id", "start"])]
+
+
+class SpendDay(SpendSums):
+    """A UTC day of one client key's spend per provider and model."""
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["start", "client_key_id", "provider_id", "model"],
+                                               name="spend_day_per_key_provider_model")]
+        indexes = [models.Index(fields=["client_key_id", "start"])]

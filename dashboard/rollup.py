@@ -1,7 +1,7 @@
-"""Folding request-log rows into five-minute usage buckets.
+"""Folding request-log rows into usage buckets per account: five minutes, an hour and a day (``TIERS``).
 
 ``add`` runs inside the log writer's transaction, once per batch: one
-``INSERT … ON CONFLICT DO UPDATE`` per (bucket, account) adds the batch's counts
+``INSERT … ON CONFLICT DO UPDATE`` per (bucket, account) and tier adds the batch's counts
 to whatever is there, which is atomic on PostgreSQL and SQLite alike, so any
 number of gateway processes can write the same bucket without losing counts.
 
@@ -23,8 +23,10 @@ from typing import Any, Protocol
 from accounts.outcomes import account_uses
 
 from . import histogram
-from .buckets import add_counts, add_in_chunks
-from .models import BUCKET_SECONDS, UsageBucket
+from .buckets import Tier, add_in_chunks, add_to_tiers, clear
+from .models import BUCKET_SECONDS, DAY_SECONDS, HOUR_SECONDS, UsageBucket, UsageDay, UsageHour
+
+TIERS = (Tier(BUCKET_SECONDS, UsageBucket), Tier(HOUR_SECONDS, UsageHour), Tier(DAY_SECONDS, UsageDay))
 
 SUMS = ("requests", "errors", "retried", "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens",
         "latency_ms", *histogram.FIELDS)
@@ -54,10 +56,10 @@ def bucket_of(when: dt.datetime) -> int:
     return ts - ts % BUCKET_SECONDS
 
 
-def fold(rows: Iterable[LogRow]) -> dict[tuple[int, int], list[int]]:
-    """Counts per (bucket start, account id), in the column order of ``SUMS``."""
+def fold(rows: Iterable[LogRow]) -> dict[tuple[Any, ...], list[int]]:
+    """Counts per five-minute (bucket start, account id), in the column order of ``SUMS``."""
 
-    acc: dict[tuple[int, int], list[int]] = {}
+    acc: dict[tuple[Any, ...], list[int]] = {}
     for r in rows:
         bucket = bucket_of(r.created_at)
         for use in account_uses(r.account_id, r.status, r.error_class, r.attempts):
@@ -80,36 +82,31 @@ def fold(rows: Iterable[LogRow]) -> dict[tuple[int, int], list[int]]:
     return acc
 
 
-def add(rows: Iterable[LogRow], model: Any = UsageBucket) -> None:
-    """Add these rows' counts to their buckets (call inside the transaction that writes them)."""
+def add(rows: Iterable[LogRow], tiers: Sequence[Tier] = TIERS) -> None:
+    """Add these rows' counts to their buckets in every tier (call inside the transaction that writes them)."""
 
     folded = fold(rows)
-    # A migration's backfill hands in its historical model, which may predate a column (retried).
-    fields = {f.name for f in model._meta.get_fields()}
+    # A migration's backfill hands in its historical models, which may predate a column (retried).
+    fields = {f.name for f in tiers[0].model._meta.get_fields()}
     at = [i for i, name in enumerate(SUMS) if name in fields]
-    add_counts(model, ["start", "account_id"], [SUMS[i] for i in at],
-               [(start, account, *(counts[i] for i in at)) for (start, account), counts in sorted(folded.items())])
+    if len(at) < len(SUMS):
+        folded = {key: [counts[i] for i in at] for key, counts in folded.items()}
+    add_to_tiers(tiers, ["start", "account_id"], [SUMS[i] for i in at], folded)
 
 
-def rebuild(log_model: Any, bucket_model: Any = UsageBucket, since: dt.datetime | None = None,
+def rebuild(log_model: Any, tiers: Sequence[Tier] = TIERS, since: dt.datetime | None = None,
             chunk: int = 20_000) -> int:
-    """Recompute the buckets from the log (the migration's backfill, the benchmark's seeding).
-
-    Returns the number of rows read. Meant for a quiet database: rows written
-    meanwhile by a running gateway would be counted twice.
+    """Recompute the buckets of every tier from the log (a migration's backfill, the tests), since a time
+    (``buckets.clear``) or all of them. Returns the number of rows read. Meant for a quiet database:
+    rows written meanwhile by a running gateway would be counted twice.
     """
 
-    buckets = bucket_model.objects.all()
-    rows = log_model.objects.all()
-    if since is not None:
-        cut = dt.datetime.fromtimestamp(bucket_of(since), dt.timezone.utc)
-        buckets = buckets.filter(start__gte=bucket_of(since))
-        rows = rows.filter(created_at__gte=cut)
-    buckets.delete()
+    cut = clear(tiers, since)
+    rows = log_model.objects.all() if cut is None else log_model.objects.filter(created_at__gte=cut)
     fields = ("created_at", "account_id", "status", "error_class", "latency_ms", "ttfb_ms",
               "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens", "attempts")
     return add_in_chunks((Row(*values) for values in rows.values_list(*fields).iterator(chunk_size=chunk)),
-                         lambda b: add(b, bucket_model), chunk)
+                         lambda b: add(b, tiers), chunk)
 
 
 @dataclass(slots=True)

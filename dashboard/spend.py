@@ -1,7 +1,8 @@
-"""Folding request-log rows into five-minute spend buckets: per client key, provider and model, with the cost.
+"""Folding request-log rows into spend buckets per client key, provider and model, with the cost: five
+minutes, an hour and a day (``TIERS``).
 
 ``add`` is a log-writer sink (``GATEWAY_LOG_SINKS``), run inside the writer's transaction once per batch:
-one ``INSERT … ON CONFLICT DO UPDATE`` per bucket row adds the batch's counts to whatever is there, so any
+one ``INSERT … ON CONFLICT DO UPDATE`` per bucket row and tier adds the batch's counts to whatever is there, so any
 number of gateway processes can write the same bucket (``dashboard.rollup`` does the same per account).
 The cost is the one the writer priced the row at (``gateway.reqlog.request_cost``), in nano-dollars.
 """
@@ -9,7 +10,7 @@ The cost is the one the writer priced the row at (``gateway.reqlog.request_cost`
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from typing import Any, Protocol
 
@@ -17,9 +18,11 @@ from django.db.models import Sum
 
 from accounts.outcomes import request_failed
 
-from .buckets import add_counts, add_in_chunks
-from .models import SpendBucket
+from .buckets import Tier, add_in_chunks, add_to_tiers, clear
+from .models import BUCKET_SECONDS, DAY_SECONDS, HOUR_SECONDS, SpendBucket, SpendDay, SpendHour
 from .rollup import bucket_of
+
+TIERS = (Tier(BUCKET_SECONDS, SpendBucket), Tier(HOUR_SECONDS, SpendHour), Tier(DAY_SECONDS, SpendDay))
 
 SUMS = ("requests", "errors", "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens", "cost_nanos")
 NANOS = Decimal(1_000_000_000)
@@ -56,10 +59,10 @@ def spent_since(key_id: int, since: dt.datetime) -> Decimal:
     return usd(nanos_)
 
 
-def fold(rows: Iterable[SpendRow]) -> dict[tuple[int, int, int, str], list[int]]:
-    """Counts per (bucket start, key id, provider id, model), in the column order of ``SUMS``."""
+def fold(rows: Iterable[SpendRow]) -> dict[tuple[Any, ...], list[int]]:
+    """Counts per five-minute (bucket start, key id, provider id, model), in the column order of ``SUMS``."""
 
-    acc: dict[tuple[int, int, int, str], list[int]] = {}
+    acc: dict[tuple[Any, ...], list[int]] = {}
     for r in rows:
         ident = (bucket_of(r.created_at), r.client_key_id or 0, r.provider_id or 0, r.model_requested[:200])
         counts = acc.get(ident)
@@ -75,27 +78,21 @@ def fold(rows: Iterable[SpendRow]) -> dict[tuple[int, int, int, str], list[int]]
     return acc
 
 
-def add(rows: Iterable[SpendRow], model: Any = SpendBucket) -> None:
-    """Add these rows' counts to their buckets (call inside the transaction that writes them)."""
+def add(rows: Iterable[SpendRow], tiers: Sequence[Tier] = TIERS) -> None:
+    """Add these rows' counts to their buckets in every tier (call inside the transaction that writes them)."""
 
-    folded = fold(rows)
-    add_counts(model, ["start", "client_key_id", "provider_id", "model"], SUMS,
-               [(*key, *counts) for key, counts in sorted(folded.items())])
+    add_to_tiers(tiers, ["start", "client_key_id", "provider_id", "model"], SUMS, fold(rows))
 
 
-def rebuild(log_model: Any, bucket_model: Any = SpendBucket, since: dt.datetime | None = None,
+def rebuild(log_model: Any, tiers: Sequence[Tier] = TIERS, since: dt.datetime | None = None,
             chunk: int = 20_000) -> int:
-    """Recompute the buckets from the log since a time (the migration's backfill); returns the rows read.
-
-    Meant for a quiet database: rows written meanwhile by a running gateway would be counted twice.
+    """Recompute the buckets of every tier from the log since a time (``buckets.clear``) or all of them;
+    returns the rows read. Meant for a quiet database: rows written meanwhile by a running
+    gateway would be counted twice.
     """
 
-    buckets = bucket_model.objects.all()
-    rows = log_model.objects.all()
-    if since is not None:
-        buckets = buckets.filter(start__gte=bucket_of(since))
-        rows = rows.filter(created_at__gte=dt.datetime.fromtimestamp(bucket_of(since), dt.timezone.utc))
-    buckets.delete()
+    cut = clear(tiers, since)
+    rows = log_model.objects.all() if cut is None else log_model.objects.filter(created_at__gte=cut)
     fields = ("created_at", "client_key", "provider", "model_requested", "status", "error_class", "input_tokens",
               "output_tokens", "cached_tokens", "reasoning_tokens", "cost")
-    return add_in_chunks(rows.only(*fields).iterator(chunk_size=chunk), lambda b: add(b, bucket_model), chunk)
+    return add_in_chunks(rows.only(*fields).iterator(chunk_size=chunk), lambda b: add(b, tiers), chunk)

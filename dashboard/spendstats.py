@@ -1,7 +1,7 @@
 """Spend figures per client key, model and provider, read from the spend buckets (``dashboard.spend``).
 
-Like ``stats``, never a scan of the request log: a window is at most a week of five-minute buckets per
-(key, provider, model) that had traffic.
+Like ``stats``, never a scan of the request log: a window is read from the coarsest buckets that fit each
+part of it (``buckets.pieces``), a few dozen rows per (key, provider, model) that had traffic.
 """
 
 from __future__ import annotations
@@ -10,15 +10,16 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from itertools import chain
 from typing import Any
 
-from django.db.models import F, Sum
+from django.db.models import F, QuerySet, Sum
 
 from accounts.models import ApiKey, Provider
 
-from .models import SpendBucket
-from .spend import usd
-from .stats import Window, window_start
+from .buckets import querysets, summed
+from .spend import TIERS, usd
+from .stats import Window, steps, window_start
 
 FIELDS = ("requests", "errors", "input_tokens", "output_tokens", "cost_nanos")
 DIMENSIONS = {"key": "client_key_id", "model": "model", "provider": "provider_id"}
@@ -49,35 +50,38 @@ def _sums() -> dict[str, Sum]:
     return {f: Sum(f) for f in FIELDS}
 
 
+def _buckets(window: Window, now: int, key_id: int | None = None, step: int | None = None) -> list[QuerySet[Any]]:
+    """The window's spend buckets, one queryset per tier (no wider than ``step``), of ``key_id`` if given."""
+
+    qss = querysets(TIERS, window_start(window, now), now, step)
+    return qss if key_id is None else [qs.filter(client_key_id=key_id) for qs in qss]
+
+
 def by(window: Window, dimension: str, key_id: int | None = None) -> dict[Any, Spend]:
     """Spend per client key id, model or provider id (``dimension``: a key of ``DIMENSIONS``) in the window,
     all keys' or with ``key_id`` that key's."""
 
     column = DIMENSIONS[dimension]
-    qs = SpendBucket.objects.filter(start__gte=window_start(window))
-    if key_id is not None:
-        qs = qs.filter(client_key_id=key_id)
-    return {row[column]: Spend.from_row(row) for row in qs.values(column).annotate(**_sums()).order_by()}
+    rows = chain.from_iterable(qs.values(column).annotate(**_sums()).order_by()
+                               for qs in _buckets(window, int(time.time()), key_id))
+    return {ident[0]: Spend.from_row(row) for ident, row in summed(rows, (column,)).items()}
 
 
 def total(window: Window, key_id: int | None = None) -> Spend:
-    qs = SpendBucket.objects.filter(start__gte=window_start(window))
-    if key_id is not None:
-        qs = qs.filter(client_key_id=key_id)
-    return Spend.from_row(qs.aggregate(**_sums()))
+    merged = summed(qs.aggregate(**_sums()) for qs in _buckets(window, int(time.time()), key_id))
+    return Spend.from_row(merged.get((), {}))
 
 
 def series(window: Window, key_id: int) -> list[dict[str, float]]:
     """One point per chart step across the window for one key: requests, errors, tokens and cost (USD)."""
 
-    lo = window_start(window)
-    rows = (SpendBucket.objects.filter(client_key_id=key_id, start__gte=lo)
-            .annotate(t=F("start") - F("start") % window.step).values("t").annotate(**_sums()).order_by())
-    found: dict[int, Mapping[str, Any]] = {row["t"]: row for row in rows}
-    first = lo - lo % window.step
+    now = int(time.time())
+    rows = chain.from_iterable(qs.annotate(t=F("start") - F("start") % window.step).values("t").annotate(**_sums())
+                               .order_by() for qs in _buckets(window, now, key_id, window.step))
+    found = summed(rows, ("t",))
     points = []
-    for t in range(first, int(time.time()) + 1, window.step):
-        s = Spend.from_row(found.get(t) or {})
+    for t in steps(window, now):
+        s = Spend.from_row(found.get((t,)) or {})
         points.append({"t": t, "requests": s.requests, "errors": s.errors, "tokens": s.tokens,
                        "cost": float(s.cost)})
     return points

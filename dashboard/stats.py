@@ -1,7 +1,8 @@
 """The figures the dashboard pages show, read from the usage buckets and the pool tables.
 
-Every window-wide number comes from ``UsageBucket`` (at most a few thousand rows
-per week per account), never from a scan of the request log.
+Every window-wide number comes from the usage buckets, the coarsest tier that
+fits each part of the window (``buckets.pieces``: at most a few dozen rows per
+account whatever the window), never from a scan of the request log.
 
 An account's figures count its uses, failed attempts included; the deployment's
 (no account given) count client requests: the buckets' sums less the uses a
@@ -13,15 +14,18 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
-from django.db.models import Count, F, Sum
+from django.db.models import Count, F, QuerySet, Sum
 from django.db.models.expressions import Combinable
 
 from accounts.models import Account
 
 from . import histogram
-from .models import BUCKET_SECONDS, UsageBucket
+from .buckets import querysets, summed
+from .models import BUCKET_SECONDS
+from .rollup import TIERS
 
 
 @dataclass(frozen=True)
@@ -98,23 +102,37 @@ def _sums(with_ttfb: bool, per_account: bool) -> dict[str, Sum]:
     return {name: Sum(_column(name, per_account)) for name in names}
 
 
+def _buckets(window: Window, now: int, account_ids: Collection[int] | None = None,
+             step: int | None = None) -> list[QuerySet[Any]]:
+    """The window's usage buckets, one queryset per tier (no wider than ``step``), of ``account_ids`` if given."""
+
+    qss = querysets(TIERS, window_start(window, now), now, step)
+    return qss if account_ids is None else [qs.filter(account_id__in=account_ids) for qs in qss]
+
+
+def steps(window: Window, now: int) -> list[int]:
+    """The chart's points across the whole window: the start of each step."""
+
+    lo = window_start(window, now)
+    return list(range(lo - lo % window.step, now + 1, window.step))
+
+
 def totals(window: Window, account_id: int | None = None) -> Totals:
     """The deployment's figures, or with ``account_id`` that account's."""
 
-    qs = UsageBucket.objects.filter(start__gte=window_start(window))
-    if account_id is not None:
-        qs = qs.filter(account_id=account_id)
-    return Totals.from_row(qs.aggregate(**_sums(with_ttfb=True, per_account=account_id is not None)))
+    sums = _sums(with_ttfb=True, per_account=account_id is not None)
+    ids = None if account_id is None else [account_id]
+    merged = summed(qs.aggregate(**sums) for qs in _buckets(window, int(time.time()), ids))
+    return Totals.from_row(merged.get((), {}))
 
 
 def per_account(window: Window, account_ids: Collection[int] | None = None) -> dict[int, Totals]:
     """Each account's figures (only ``account_ids``' when given: a page of the accounts table)."""
 
-    qs = UsageBucket.objects.filter(start__gte=window_start(window))
-    if account_ids is not None:
-        qs = qs.filter(account_id__in=account_ids)
-    rows = (qs.values("account_id").annotate(**_sums(with_ttfb=False, per_account=True)).order_by())
-    return {row["account_id"]: Totals.from_row(row) for row in rows}
+    sums = _sums(with_ttfb=False, per_account=True)
+    rows = chain.from_iterable(qs.values("account_id").annotate(**sums).order_by()
+                               for qs in _buckets(window, int(time.time()), account_ids))
+    return {ident[0]: Totals.from_row(row) for ident, row in summed(rows, ("account_id",)).items()}
 
 
 def series(window: Window, account_id: int | None = None,
@@ -122,18 +140,13 @@ def series(window: Window, account_id: int | None = None,
     """One point per chart step across the whole window, zeros where nothing happened (plus "tokens": in + out);
     the deployment's, or with ``account_id`` that account's."""
 
-    lo = window_start(window)
-    qs = UsageBucket.objects.filter(start__gte=lo)
-    if account_id is not None:
-        qs = qs.filter(account_id=account_id)
-    rows = (qs.annotate(t=F("start") - F("start") % window.step).values("t")
-            .annotate(**{f: Sum(_column(f, account_id is not None)) for f in fields}).order_by())
-    # Rows hold the sums too: the stubs' row type has only the keys they can see ("t"), not those from a dict.
-    found: dict[int, Mapping[str, Any]] = {row["t"]: row for row in rows}
-    first = lo - lo % window.step
     now = int(time.time())
-    points = [{"t": t, **{f: (found.get(t) or {}).get(f) or 0 for f in fields}}
-              for t in range(first, now + 1, window.step)]
+    ids = None if account_id is None else [account_id]
+    sums = {f: Sum(_column(f, account_id is not None)) for f in fields}
+    rows = chain.from_iterable(qs.annotate(t=F("start") - F("start") % window.step).values("t").annotate(**sums)
+                               .order_by() for qs in _buckets(window, now, ids, window.step))
+    found = summed(rows, ("t",))
+    points = [{"t": t, **{f: (found.get((t,)) or {}).get(f, 0) for f in fields}} for t in steps(window, now)]
     if "input_tokens" in fields and "output_tokens" in fields:
         for p in points:
             p["tokens"] = p["input_tokens"] + p["output_tokens"]
@@ -142,23 +155,20 @@ def series(window: Window, account_id: int | None = None,
 
 def per_account_series(window: Window, field_name: str = "requests",
                        account_ids: Collection[int] | None = None) -> dict[int, list[int]]:
-    """Each account's values per chart step (for the usage table's sparklines), in one query."""
+    """Each account's values per chart step (for the usage table's sparklines), in one query per tier."""
 
-    lo = window_start(window)
-    first = lo - lo % window.step
-    steps = list(range(first, int(time.time()) + 1, window.step))
-    index = {t: i for i, t in enumerate(steps)}
-    qs = UsageBucket.objects.filter(start__gte=lo)
-    if account_ids is not None:
-        qs = qs.filter(account_id__in=account_ids)
-    rows = (qs.annotate(t=F("start") - F("start") % window.step).values("account_id", "t")
-            .annotate(v=Sum(field_name)).order_by())
+    now = int(time.time())
+    starts = steps(window, now)
+    index = {t: i for i, t in enumerate(starts)}
+    rows = chain.from_iterable(qs.annotate(t=F("start") - F("start") % window.step).values("account_id", "t")
+                               .annotate(v=Sum(field_name)).order_by()
+                               for qs in _buckets(window, now, account_ids, window.step))
     out: dict[int, list[int]] = {}
-    for row in rows:
-        values = out.setdefault(row["account_id"], [0] * len(steps))
-        at = index.get(row["t"])
+    for (account, t), row in summed(rows, ("account_id", "t")).items():
+        values = out.setdefault(account, [0] * len(starts))
+        at = index.get(t)
         if at is not None:
-            values[at] = row["v"] or 0
+            values[at] = row["v"]
     return out
 
 

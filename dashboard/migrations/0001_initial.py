@@ -9,8 +9,9 @@ def backfill(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     """Existing request-log rows get their usage buckets, so the dashboard shows history at once."""
 
     from dashboard import rollup
+    from dashboard.buckets import Tier
 
-    rollup.rebuild(apps.get_model("accounts", "RequestLog"), apps.get_model("dashboard", "UsageBucket"))
+    rollup.rebuild(apps.get_model("accounts", "RequestLog"), [Tier(300, apps.get_model("dashboard", "UsageBucket"))])
 
 
 class Migration(migrations.Migration):

@@ -10,9 +10,10 @@ from django.db.migrations.state import StateApps
 
 def backfill(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     from dashboard import spend
+    from dashboard.buckets import Tier
 
     since = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=8)
-    spend.rebuild(apps.get_model("accounts", "RequestLog"), apps.get_model("dashboard", "SpendBucket"), since)
+    spend.rebuild(apps.get_model("accounts", "RequestLog"), [Tier(300, apps.get_model("dashboard", "SpendBucket"))], since)
 
 
 class Migration(migrations.Migration):

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from accounts.models import RequestLog
 from conversations import store
-from dashboard.models import SpendBucket, UsageBucket
+from dashboard import rollup, spend
 
 CHUNK = 5_000
 
@@ -32,9 +32,9 @@ class Command(BaseCommand):
             raise CommandError("--days must be 0 or more")
         cutoff = timezone.now() - dt.timedelta(days=days)
         old = RequestLog.objects.filter(created_at__lt=cutoff)
-        # Buckets wholly before the cutoff: a bucket that straddles it keeps its counts.
-        before = int(cutoff.timestamp()) - 300 + 1
-        old_buckets = [UsageBucket.objects.filter(start__lt=before), SpendBucket.objects.filter(start__lt=before)]
+        # Buckets wholly before the cutoff, in every tier: a bucket that straddles it keeps its counts.
+        old_buckets = [tier.model.objects.filter(start__lte=int(cutoff.timestamp()) - tier.seconds)
+                       for tier in (*rollup.TIERS, *spend.TIERS)]
         kept_days: int = settings.GATEWAY_RESPONSES_RETENTION_DAYS
         responses_cutoff = timezone.now() - dt.timedelta(days=max(kept_days, 0))
         if options["dry_run"]:
