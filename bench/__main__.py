@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         if "translation" in args.names:
             results["translation"] = translation.run(quick=args.quick)
         if "features" in args.names:
-            print("… features (bench/features.py): metrics and limits per request", flush=True)
+            print("… features (bench/features.py): metrics, limits and buckets per request", flush=True)
             results["features"] = features.run(quick=args.quick)
         process_names = [n for n in args.names if n in gateway.MEASURES]
         if process_names:

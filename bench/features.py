@@ -1,4 +1,4 @@
-"""What metrics and budgets add to each request: ``python -m bench.features [--json PATH]``.
+"""What metrics, budgets and the dashboard's buckets add to each request: ``python -m bench.features [--json PATH]``.
 
 Both run on every request of a key that has them, on the event loop, so their cost is a number
 of microseconds per request, measured here in a child process (Django configured per process)
@@ -7,6 +7,10 @@ with the gateway's own objects: the Prometheus observer fed one finished request
 and settled (``gateway.limits.Limits``, in-process store) for a key with a rate limit, a daily
 token limit and four USD budgets, against a key with none. ``python -m bench`` relates them to
 the gateway's own CPU per request from the throughput section.
+
+The log writer's bucket sinks (``dashboard.rollup.add``, ``dashboard.spend.add``) run off the request
+path, in the writer's thread, but on the same CPU: their cost per logged request is measured with the
+three tiers (five minutes, hour, day) against the five-minute tier alone, interleaved in one run.
 """
 
 from __future__ import annotations
@@ -100,12 +104,61 @@ def limits_us(rounds: int) -> dict[str, float]:
     return asyncio.run(both())
 
 
+def buckets_us(rounds: int, batch_size: int = 50) -> dict[str, float]:
+    """Per logged request, the usage and spend bucket sinks in one tier and in all three (medians of five
+    interleaved slices; SQLite in memory, batches of ``batch_size`` as the writer hands them over)."""
+
+    import datetime as dt
+    import random
+    import statistics
+    from decimal import Decimal
+
+    from django.core.management import call_command
+    from django.db import transaction
+
+    from dashboard import rollup, spend
+
+    call_command("migrate", verbosity=0)
+    rng = random.Random(3)
+    now = dt.datetime.now(dt.timezone.utc)
+    usage, spent = [], []
+    for i in range(batch_size):  # a batch is the last moment's requests: one bucket per tier, many accounts
+        account = rng.randrange(1, 501)
+        usage.append(rollup.Row(created_at=now, account_id=account, status=200, error_class="", latency_ms=900,
+                                ttfb_ms=200, input_tokens=1200, output_tokens=300, cached_tokens=0,
+                                reasoning_tokens=0, attempts=[{"account_id": account, "verdict": "ok"}]))
+        spent.append(SimpleNamespace(created_at=now, client_key_id=rng.randrange(1, 51), provider_id=account % 5,
+                                     model_requested=f"model-{i % 4}", status=200, error_class="",
+                                     input_tokens=1200, output_tokens=300, cached_tokens=0, reasoning_tokens=0,
+                                     cost=Decimal("0.0009")))
+
+    def per_row(usage_tiers: Any, spend_tiers: Any, batches: int) -> float:
+        t0 = time.perf_counter()
+        for _ in range(batches):
+            with transaction.atomic():
+                rollup.add(usage, usage_tiers)
+                spend.add(spent, spend_tiers)
+        return (time.perf_counter() - t0) / (batches * batch_size) * 1e6
+
+    batches = max(1, rounds // batch_size // 5)
+    one, three = [], []
+    for _ in range(5):
+        one.append(per_row(rollup.TIERS[:1], spend.TIERS[:1], batches))
+        three.append(per_row(rollup.TIERS, spend.TIERS, batches))
+    return {"five_minute_tier_only_us": round(statistics.median(one), 2),
+            "three_tiers_us": round(statistics.median(three), 2)}
+
+
 def measure(rounds: int = ROUNDS) -> dict[str, Any]:
     configure()
-    out = {"rounds": rounds, "metrics_us_per_request": round(metrics_us(rounds), 2), "limits": limits_us(rounds)}
+    out = {"rounds": rounds, "metrics_us_per_request": round(metrics_us(rounds), 2), "limits": limits_us(rounds),
+           "log_writer_buckets": buckets_us(rounds)}
     print(f"  metrics: {out['metrics_us_per_request']} µs a request; limits: a key with a rate limit, a token "
           f"limit and four USD budgets {out['limits']['key_with_limits_and_usd_budgets_us']} µs against "
           f"{out['limits']['key_without_limits_us']} µs for a key with none", flush=True)
+    b = out["log_writer_buckets"]
+    print(f"  log writer's usage and spend buckets: {b['three_tiers_us']} µs a logged request in three tiers, "
+          f"{b['five_minute_tier_only_us']} µs in the five-minute tier alone", flush=True)
     return out
 
 

@@ -154,7 +154,7 @@ def test_only_accepts_known_names_and_expands_gateway() -> None:
         parse(["--only", "nope"])
 
 
-def test_features_bench_measures_metrics_and_limits_per_request(tmp_path: Path) -> None:
+def test_features_bench_measures_metrics_limits_and_buckets_per_request(tmp_path: Path) -> None:
     out = tmp_path / "features.json"
     subprocess.run([sys.executable, "-m", "bench.features", "--rounds", "300", "--json", str(out)], cwd=ROOT,
                    check=True, timeout=120, capture_output=True)
@@ -162,6 +162,8 @@ def test_features_bench_measures_metrics_and_limits_per_request(tmp_path: Path) 
     assert 0 < figures["metrics_us_per_request"] < 10_000
     limits = figures["limits"]
     assert 0 < limits["key_without_limits_us"] < limits["key_with_limits_and_usd_budgets_us"]
+    buckets = figures["log_writer_buckets"]
+    assert 0 < buckets["five_minute_tier_only_us"] < buckets["three_tiers_us"]
 
 
 @pytest.mark.slow  # seeds 500 accounts and renders every page: ~20 s
