@@ -99,3 +99,17 @@ def rebuild(log_model: Any, bucket_model: Any = SpendBucket, since: dt.datetime 
     fields = ("created_at", "client_key", "provider", "model_requested", "status", "error_class", "input_tokens",
               "output_tokens", "cached_tokens", "reasoning_tokens", "cost")
     return add_in_chunks(rows.only(*fields).iterator(chunk_size=chunk), lambda b: add(b, bucket_model), chunk)
+
+
+def spent_by_slice(key_id: int, since: dt.datetime, width: int) -> dict[int, Decimal]:
+    """What a client key spent per slice of ``width`` seconds since a time (a rolling budget's first slice),
+    for the floor under its USD budgets (``GATEWAY_USD_SPENT``). Grouped by the database: every budget's
+    slice width is a multiple of the buckets' five minutes, so a bucket falls wholly in one slice."""
+
+    from django.db.models import F
+    from django.db.models.functions import Mod
+
+    rows = (SpendBucket.objects.filter(client_key_id=key_id, start__gte=bucket_of(since))
+            .annotate(slice=F("start") - Mod("start", width)).values("slice")
+            .annotate(spent=Sum("cost_nanos")).values_list("slice", "spent"))
+    return {int(start): usd(nanos_) for start, nanos_ in rows}
