@@ -117,8 +117,8 @@ def usd_of(prices: dict[str, Any] | None) -> Callable[[LogRecord], int]:
 
 
 def budgets_of(key: KeyInfo, prices: dict[str, Any] | None = None, spent: UsdSpent | None = None) -> list[Budget]:
-    """The key's budgets: the daily token limit (a rolling 24 hours), then its USD budgets (``prices``: the route's provider's;
-    ``spent``: where the floor of what the key spent is read, the request log by default)."""
+    """The key's budgets: the daily token limit (a rolling 24 hours), then its USD budgets (``prices``: the
+    route's provider's; ``spent``: where the floor of what the key spent is read, the request log by default)."""
 
     budgets = []
     if key.daily_token_limit is not None:
