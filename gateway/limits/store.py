@@ -4,7 +4,8 @@ Both stores keep the same three things, and ``tests/gateway/limits/test_store.py
 runs one set of scenarios against both:
 
 - **windows** (requests per minute): a counter per key and window, ``INCR`` + ``EXPIRE``;
-- **leases**: a sorted set per scope (a key's concurrency slots, or a key's budget) of members that expire unless renewed: ``<request id>`` for a
+- **leases**: a sorted set per scope (a key's concurrency slots, or a key's
+  budget) of members that expire unless renewed: ``<request id>`` for a
   slot, ``<request id>:<amount>`` for a reservation. A process that dies leaves
   its leases behind, and they lapse ``lease`` seconds later (the limits renew
   live ones every third of that);
