@@ -123,19 +123,26 @@ class ApiKey(UsageCounters):
     allowed_models = models.JSONField(default=list, blank=True, help_text="Glob patterns; empty allows all")
     active = models.BooleanField(default=True)
     rate_limit_per_minute = models.PositiveIntegerField(null=True, blank=True)
-    daily_token_limit = models.BigIntegerField(null=True, blank=True)
+    daily_token_limit = models.BigIntegerField(null=True, blank=True, help_text=(
+        "Input + output tokens in any 24 hours, across gateway processes (a rolling window counted in "
+        "half-hour slices: it reaches back up to 24.5 hours); empty: no limit"))
     max_concurrent_requests = models.PositiveIntegerField(
         null=True, blank=True, help_text="Requests in flight at once, across gateway processes; empty: no cap")
-    # USD this key may spend per period (UTC: the 5-hour block since the epoch, the day, the ISO week, the
-    # calendar month), across gateway processes; priced by the providers' price tables. Empty: no budget.
-    usd_budget_5h = models.DecimalField("USD budget per 5 hours", max_digits=14, decimal_places=6,
-                                        null=True, blank=True, validators=[MinValueValidator(0)])
-    usd_budget_day = models.DecimalField("USD budget per day", max_digits=14, decimal_places=6,
-                                         null=True, blank=True, validators=[MinValueValidator(0)])
-    usd_budget_week = models.DecimalField("USD budget per week", max_digits=14, decimal_places=6,
-                                          null=True, blank=True, validators=[MinValueValidator(0)])
-    usd_budget_month = models.DecimalField("USD budget per month", max_digits=14, decimal_places=6,
-                                           null=True, blank=True, validators=[MinValueValidator(0)])
+    # USD this key may spend in a rolling window (the last 5 hours, 24 hours, 7 days, 30 days, each up to
+    # one slice longer: gateway.limits.window), across gateway processes; priced by the providers' price
+    # tables. Empty: no budget.
+    usd_budget_5h = models.DecimalField(
+        "USD budget per 5 hours", max_digits=14, decimal_places=6, null=True, blank=True,
+        validators=[MinValueValidator(0)], help_text="In any 5 hours (rolling; up to 5 minutes more)")
+    usd_budget_day = models.DecimalField(
+        "USD budget per day", max_digits=14, decimal_places=6, null=True, blank=True,
+        validators=[MinValueValidator(0)], help_text="In any 24 hours (rolling; up to 30 minutes more)")
+    usd_budget_week = models.DecimalField(
+        "USD budget per week", max_digits=14, decimal_places=6, null=True, blank=True,
+        validators=[MinValueValidator(0)], help_text="In any 7 days (rolling; up to 3 hours more)")
+    usd_budget_month = models.DecimalField(
+        "USD budget per month", max_digits=14, decimal_places=6, null=True, blank=True,
+        validators=[MinValueValidator(0)], help_text="In any 30 days (rolling; up to 12 hours more)")
     created_at = models.DateTimeField(auto_now_add=True)
 
     USD_BUDGETS = ("usd_budget_5h", "usd_budget_day", "usd_budget_week", "usd_budget_month")

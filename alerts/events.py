@@ -80,8 +80,10 @@ def account_disabled(event: Any) -> list[Alert]:
 
 
 def budget_reached(key_name: str, unit: str, limit: int, period: str, scope: str) -> Alert:
-    """A client key's budget refused a request (``scope``: the budget's period counter, so once a period)."""
+    """A client key's budget refused a request (``scope``: the refusal's identity,
+    ``gateway.limits.limits.refusal_event``: the budget and the window-length block it happened in, so
+    once per window's length; ``period``: "the last 5 hours")."""
 
     return Alert(BUDGET_REACHED, f"budget:{scope}",
-                 f"Client key {key_name} reached its {limit} {unit} for {period}.",
+                 f"Client key {key_name} reached its {limit} {unit} in {period}.",
                  {"client_key": key_name, "unit": unit, "limit": limit, "period": period})

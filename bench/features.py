@@ -73,8 +73,8 @@ def limits_us(rounds: int) -> dict[str, float]:
     record = LogRecord(request_id="r", client_protocol="openai_chat", status=200, model_sent="gpt-5-mini",
                        input_tokens=1200, output_tokens=300)
 
-    async def nothing_logged(*_: Any) -> int:
-        return 0
+    async def nothing_logged(*_: Any) -> dict[int, int]:
+        return {}
 
     async def per_request(key: KeyInfo) -> float:
         limits = Limits()

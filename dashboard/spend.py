@@ -10,15 +10,17 @@ The cost is the one the writer priced the row at (``gateway.reqlog.request_cost`
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
+from itertools import chain
 from typing import Any, Protocol
 
-from django.db.models import Sum
+from django.db.models import F, Sum
 
 from accounts.outcomes import request_failed
 
-from .buckets import Tier, add_in_chunks, add_to_tiers, clear
+from .buckets import Tier, add_in_chunks, add_to_tiers, clear, querysets, summed
 from .models import BUCKET_SECONDS, DAY_SECONDS, HOUR_SECONDS, SpendBucket, SpendDay, SpendHour
 from .rollup import bucket_of
 
@@ -50,13 +52,17 @@ def usd(nanos_: int | None) -> Decimal:
     return Decimal(nanos_ or 0) / NANOS
 
 
-def spent_since(key_id: int, since: dt.datetime) -> Decimal:
-    """What a client key spent since a time (a budget period's start: whole five-minute buckets), for the
-    floor under its USD budgets (``GATEWAY_USD_SPENT``)."""
+def spent_by_slice(key_id: int, since: dt.datetime, width: int) -> dict[int, Decimal]:
+    """What a client key spent per slice of ``width`` seconds since a time (a rolling budget's first slice),
+    for the floor under its USD budgets (``GATEWAY_USD_SPENT``): summed by the database from the widest
+    buckets no wider than a slice (a month of 12-hour slices reads hours, not five-minute buckets)."""
 
-    nanos_ = SpendBucket.objects.filter(client_key_id=key_id, start__gte=bucket_of(since)).aggregate(
-        spent=Sum("cost_nanos"))["spent"]
-    return usd(nanos_)
+    now = int(time.time())
+    rows = chain.from_iterable(
+        qs.filter(client_key_id=key_id).annotate(slice=F("start") - F("start") % width).values("slice")
+        .annotate(spent=Sum("cost_nanos")).order_by()
+        for qs in querysets(TIERS, bucket_of(since), now, width))
+    return {int(ident[0]): usd(row["spent"]) for ident, row in summed(rows, ("slice",)).items()}
 
 
 def fold(rows: Iterable[SpendRow]) -> dict[tuple[Any, ...], list[int]]:

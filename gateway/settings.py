@@ -166,10 +166,10 @@ GATEWAY_LOG_BODY_LIMIT = env.int("GATEWAY_LOG_BODY_LIMIT", default=16384)
 GATEWAY_LOG_SPOOL_DIR = env("GATEWAY_LOG_SPOOL_DIR", default=str(BASE_DIR / "var" / "log-spool"))
 # Called with each batch of request-log rows inside the writer's transaction (gateway.reqlog).
 GATEWAY_LOG_SINKS = ["dashboard.rollup.add", "dashboard.spend.add"]
-# What a client key spent in USD since a time, for the floor under its USD budgets (gateway.limits): read
+# What a client key spent in USD per slice since a time, for the floor under its USD budgets (gateway.limits): read
 # from the spend buckets that sink keeps (a month of a busy key is thousands of rows there, not millions in
 # the log). Empty: summed from the request log.
-GATEWAY_USD_SPENT = "dashboard.spend.spent_since"
+GATEWAY_USD_SPENT = "dashboard.spend.spent_by_slice"
 # How often a gateway process looks for account tests ops asked for in the admin (gateway.prober).
 GATEWAY_PROBE_INTERVAL = env.float("GATEWAY_PROBE_INTERVAL", default=5.0)
 # One gateway process at a time ends cool-downs and queues scheduled account tests (gateway.poolhealth):

@@ -49,7 +49,7 @@ class KeyInfo:
     rate_limit_per_minute: int | None
     daily_token_limit: int | None
     max_concurrent_requests: int | None = None
-    # (period name as in gateway.limits.budgets, limit in micro-dollars) for each USD budget the key has
+    # (window name as in gateway.limits.window, limit in micro-dollars) for each USD budget the key has
     usd_budgets: tuple[tuple[str, int], ...] = ()
 
 

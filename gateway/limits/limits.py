@@ -9,15 +9,19 @@ Checked in this order, each refused with 429 in the caller's envelope, a
 2. concurrent requests (``admit``): a slot leased for the request's lifetime;
 3. budgets (``admit``): each reserves an estimate of what the request will
    spend (``estimate.py``) before it is sent, and it is refused while what
-   finished requests spent plus what is reserved in flight has reached the
-   limit. The request that crosses the limit is served, so a burst overshoots by
-   at most one request's reservation, not by everything in flight.
+   finished requests spent in the budget's rolling window (``window.py``) plus
+   what is reserved in flight has reached the limit. The request that crosses
+   the limit is served, so a burst overshoots by at most one request's
+   reservation, not by everything in flight. Refused because spent, the message
+   says when enough of the oldest spending leaves the window.
 
 What ``admit`` grants is a :class:`Hold`, settled once when the request ends,
 whichever way it ends: ``api_call`` settles it for a JSON answer or an error,
 the stream writer when its stream ends (finished, failed or abandoned by the
 client). Settling gives the slot and the reservations back and charges each
-budget what the request's log record shows it spent.
+budget what the request's log record shows it spent, in the slice of the time
+it was admitted (its log row's time, give or take a millisecond: the slice the
+log's floor counts it in).
 
 With ``REDIS_URL`` the counts live in Redis (``store.RedisStore``) and every
 gateway process shares them; a lease that a crashed process never gave back
@@ -51,8 +55,6 @@ T = TypeVar("T")
 WINDOW_SECONDS = 60
 # How long a slot or a reservation outlives a process that died holding it.
 LEASE_SECONDS = 30.0
-# Kept past a period's end: a request admitted just before it settles into that period's counter.
-PERIOD_GRACE_SECONDS = 3600
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class Lease:
     scope: str
     member: str
     budget: Budget | None  # None: a concurrency slot
+    at: int = 0  # a reservation: the slice it is charged to (its admission's)
 
 
 class Hold:
@@ -90,8 +93,9 @@ class Limits:
                  reserve_output_tokens: int = 4096, lease: float = LEASE_SECONDS,
                  breaker: Breaker | None = None, clock: Callable[[], float] = time.time,
                  usd_spent: UsdSpent | None = None) -> None:
-        """``usd_spent``: what a key spent in USD since a time (sync), the floor under its USD budgets;
-        None sums the request log."""
+        """``usd_spent``: what a key spent in USD per slice since a time (sync), the floor under its USD
+        budgets; None reads the request log. ``clock``: Unix seconds, the clock the request log is
+        stamped by (slices are named by it)."""
 
         self.local = LocalStore()
         self.shared = RedisStore(redis_url, breaker) if redis_url else None
@@ -103,7 +107,7 @@ class Limits:
         # Weakly held: a hold dropped without being settled (a bug) stops being renewed and lapses.
         self._live: weakref.WeakSet[Hold] = weakref.WeakSet()
         self._tasks: set[asyncio.Task[None]] = set()
-        # Told (key, budget, the period's counter name) when a budget refuses a request: the app's
+        # Told (key, budget, the refusal's event identity) when a budget refuses a request: the app's
         # alerts. It must not wait: it runs on the request path.
         self.budget_refused: Callable[[KeyInfo, Budget, str], None] = lambda key, budget, scope: None
 
@@ -165,18 +169,17 @@ class Limits:
         hold.leases.append(Lease(store, scope, hold.request_id, None))
 
     async def _reserve(self, hold: Hold, key: KeyInfo, budget: Budget, amount: int) -> None:
-        now = dt.datetime.fromtimestamp(self._clock(), dt.timezone.utc)
-        start, end = budget.period.bounds(now)
-        logged = await self.usage.since(budget, key.id, start)
-        scope = budget.scope(key, start)
+        now, window = self._clock(), budget.window
+        since = window.first(now)
+        logged = await self.usage.since(budget, key.id, since)
+        scope = budget.scope(key)
         member = f"{hold.request_id}:{amount}"
-        keep = (end - now).total_seconds() + PERIOD_GRACE_SECONDS
         store, granted = await self._on(
-            lambda s: s.reserve(scope, member, amount, budget.limit, logged, self.lease, keep))
+            lambda s: s.reserve(scope, member, amount, budget.limit, logged, since, window.keep, self.lease))
         if not granted.ok:
-            self.budget_refused(key, budget, scope)
-            raise over_budget(budget, granted, now, end)
-        hold.leases.append(Lease(store, scope, member, budget))
+            self.budget_refused(key, budget, refusal_event(scope, window.seconds, now))
+            raise over_budget(budget, granted, now)
+        hold.leases.append(Lease(store, scope, member, budget, window.slice_of(now)))
 
     def give_back(self, hold: Hold, record: LogRecord | None) -> None:
         """Return ``hold``'s leases, on its loop (from whichever thread ends the request)."""
@@ -201,9 +204,11 @@ class Limits:
 
     async def _return(self, hold: Hold, record: LogRecord | None) -> None:
         for lease in hold.leases:
-            spent = lease.budget.measure(record) if lease.budget is not None and record is not None else 0
+            budget = lease.budget
+            spent = budget.measure(record) if budget is not None and record is not None else 0
+            keep = budget.window.keep if budget is not None else 0
             try:
-                await lease.store.give_back(lease.scope, lease.member, spent)
+                await lease.store.give_back(lease.scope, lease.member, spent, lease.at, keep)
             except SharedUnavailable:
                 pass  # Redis is out of reach: the lease lapses there by itself, and the log has the spend
 
@@ -235,22 +240,33 @@ class Limits:
             await self.shared.aclose()
 
 
-def over_budget(budget: Budget, granted: Granted, now: dt.datetime, end: dt.datetime) -> OverBudget:
-    limit, period = budget.amount(budget.limit), budget.period
+def refusal_event(scope: str, window: int, now: float) -> str:
+    """A refusal's identity for the alerts (sent once per identity): the budget and the window-length
+    block since the epoch it happened in, so a key held at its budget is reported at most once per
+    window's length, as it was once per period when budgets were fixed periods."""
+
+    return f"{scope}:{int(now // window)}"
+
+
+def over_budget(budget: Budget, granted: Granted, now: float) -> OverBudget:
+    limit, window = budget.amount(budget.limit), budget.window
     if granted.used >= budget.limit:
-        frees = f"{end:%Y-%m-%d %H:%M} UTC"
-        retry = {"Retry-After": str(max(1, math.ceil((end - now).total_seconds())))}
+        if granted.freeing is None:  # a limit of 0: nothing leaving the window frees it
+            frees_at, when = now + window.seconds, "when the limit is raised"
+        else:
+            frees_at = window.out_at(granted.freeing)
+            when = f"at {dt.datetime.fromtimestamp(frees_at, dt.timezone.utc):%Y-%m-%d %H:%M} UTC"
+        retry = {"Retry-After": str(max(1, math.ceil(frees_at - now)))}
         if budget.unit == USD:
-            return OverBudget(f"The {period.adjective} USD budget of {limit} for this key is spent "
-                              f"({budget.amount(granted.used)} for {period.phrase}); it frees at {frees}",
-                              headers=retry)
-        return OverBudget(f"This API key has used its {limit} for {period.phrase}; the limit frees at {frees}",
+            return OverBudget(f"The {window.adjective} USD budget of {limit} for this key is spent "
+                              f"({budget.amount(granted.used)} in {window.phrase}); it frees {when}", headers=retry)
+        return OverBudget(f"This API key has used its {limit} in {window.phrase}; the limit frees {when}",
                           headers=retry)
     # Not spent yet but reserved by requests in flight: what they do not use comes back when they end.
     if budget.unit == USD:
-        return OverBudget(f"The {period.adjective} USD budget of {limit} for this key is taken: "
+        return OverBudget(f"The {window.adjective} USD budget of {limit} for this key is taken: "
                           f"{budget.amount(granted.used)} used and {budget.amount(granted.held)} reserved by "
                           "requests in flight; retry when they finish", headers={"Retry-After": "1"})
-    return OverBudget(f"This API key's limit of {limit} for {period.phrase} is taken: {granted.used} used and "
+    return OverBudget(f"This API key's limit of {limit} in {window.phrase} is taken: {granted.used} used and "
                       f"{granted.held} reserved by requests in flight; retry when they finish",
                       headers={"Retry-After": "1"})

@@ -1,23 +1,27 @@
 """Where the limits count: in Redis, shared by every gateway process, or in this process.
 
-Both stores keep the same three things, and ``tests/gateway/test_limit_stores.py``
+Both stores keep the same three things, and ``tests/gateway/limits/test_store.py``
 runs one set of scenarios against both:
 
 - **windows** (requests per minute): a counter per key and window, ``INCR`` + ``EXPIRE``;
-- **leases**: a sorted set per scope (a key's concurrency slots, or a key's budget
-  in one period) of members that expire unless renewed: ``<request id>`` for a
+- **leases**: a sorted set per scope (a key's concurrency slots, or a key's
+  budget) of members that expire unless renewed: ``<request id>`` for a
   slot, ``<request id>:<amount>`` for a reservation. A process that dies leaves
   its leases behind, and they lapse ``lease`` seconds later (the limits renew
   live ones every third of that);
-- **used**: per budget scope, what finished requests spent in the period, seeded
-  from the request log by the first reservation of the period (and raised to the
-  log's figure whenever that is higher: Redis lost the counter, or other processes
-  counted without Redis), kept until the period is over.
+- **used**: per budget scope, what finished requests spent, per slice of the
+  budget's rolling window (``window.py``): slice start → amount. A reservation
+  drops the slices that left the window, raises each live one to what the request
+  log shows for it (Redis lost the counter, or other processes counted without
+  Redis) and sums them. The slices are named by the caller's clock, the same one
+  that stamps the request log, so that a slice's counter and its log figure
+  count the same requests and taking the larger of the two is sound; leases
+  lapse by the Redis server's clock, which all processes share.
 
 In Redis each step is one Lua script, so "count what is held, compare, take"
 is atomic across processes, and lease times are the Redis server's clock
 (``TIME``), not each process's. Names: ``gw:rate:<key id>:<key name>:<minute>``,
-``gw:{<scope>}:held`` and ``gw:{<scope>}:used`` (the braces keep a scope's two
+``gw:{<scope>}:held`` and ``gw:{<scope>}:used`` (a hash; the braces keep a scope's two
 keys in one Redis Cluster slot). The key's name is in every name so that a key
 id reused after a deletion starts afresh.
 """
@@ -26,11 +30,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .breaker import Breaker
+from .window import freeing
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -45,8 +50,11 @@ REDIS_TIMEOUT = 1.0
 @dataclass(frozen=True)
 class Granted:
     ok: bool
-    used: int  # reservations: what finished requests spent (slots: 0)
+    used: int  # reservations: what finished requests spent in the window (slots: 0)
     held: int  # reservations: what is reserved in flight; slots: how many are taken
+    # Refused reservations: the start of the newest slice that must leave the window for ``used`` to fall
+    # under the limit (``window.freeing``); None when reservations in flight are what fills it.
+    freeing: int | None = None
 
 
 class SharedUnavailable(Exception):
@@ -60,13 +68,14 @@ class Store(Protocol):
     async def take(self, scope: str, member: str, cap: int, lease: float) -> Granted:
         """Add ``member`` to ``scope``'s leases if fewer than ``cap`` are held."""
 
-    async def reserve(self, scope: str, member: str, amount: int, limit: int, logged: int, lease: float,
-                      keep: float) -> Granted:
-        """Reserve ``amount`` (member ``<id>:<amount>``) while used + reserved is under ``limit``;
-        ``logged``: what the request log shows, a floor for the used counter (kept ``keep`` seconds)."""
+    async def reserve(self, scope: str, member: str, amount: int, limit: int, logged: Mapping[int, int],
+                      since: int, keep: int, lease: float) -> Granted:
+        """Reserve ``amount`` (member ``<id>:<amount>``) while used + reserved is under ``limit``; used:
+        the slices from ``since`` on, each at least what ``logged`` (slice start → amount, the request
+        log's) shows; the slices are kept ``keep`` seconds."""
 
-    async def give_back(self, scope: str, member: str, spent: int) -> None:
-        """End a lease; add ``spent`` to the scope's used counter if it still has one."""
+    async def give_back(self, scope: str, member: str, spent: int = 0, at: int = 0, keep: int = 0) -> None:
+        """End a lease; add ``spent`` to the scope's slice starting at ``at`` (kept ``keep`` seconds)."""
 
     async def renew(self, leases: Sequence[tuple[str, str]], lease: float) -> None:
         """Extend live leases by ``lease`` seconds from now (lapsed ones stay lapsed)."""
@@ -83,7 +92,7 @@ class LocalStore:
         self._clock = clock
         self._windows: dict[str, tuple[int, float]] = {}  # name → (count, dropped at)
         self._held: dict[str, dict[str, float]] = {}  # scope → member → lapses at
-        self._used: dict[str, tuple[int, float]] = {}  # scope → (used, dropped at)
+        self._used: dict[str, tuple[dict[int, int], float]] = {}  # scope → (slice start → used, dropped at)
 
     async def hit(self, name: str, ttl: int) -> int:
         now = self._clock()
@@ -109,29 +118,39 @@ class LocalStore:
         held[member] = self._clock() + lease
         return Granted(True, 0, len(held))
 
-    async def reserve(self, scope: str, member: str, amount: int, limit: int, logged: int, lease: float,
-                      keep: float) -> Granted:
+    def _slices(self, scope: str) -> dict[int, int]:
+        slices, drop = self._used.get(scope, ({}, 0.0))
+        return slices if drop > self._clock() else {}
+
+    async def reserve(self, scope: str, member: str, amount: int, limit: int, logged: Mapping[int, int],
+                      since: int, keep: int, lease: float) -> Granted:
         now = self._clock()
-        used, drop = self._used.get(scope, (0, 0.0))
-        if drop <= now or used < logged:
-            used, drop = max(logged, used if drop > now else 0), now + keep
-            self._used[scope] = (used, drop)
+        slices = {start: n for start, n in self._slices(scope).items() if start >= since}
+        for start, n in logged.items():
+            if start >= since and slices.get(start, 0) < n:
+                slices[start] = n
+        if slices:
+            self._used[scope] = (slices, now + keep)
+        else:
+            self._used.pop(scope, None)
+        used = sum(slices.values())
         held = self._live(scope)
         reserved = sum(_amount(m) for m in held)
         if used + reserved >= limit:
-            return Granted(False, used, reserved)
+            return Granted(False, used, reserved, freeing(slices, limit))
         held[member] = now + lease
         return Granted(True, used, reserved)
 
-    async def give_back(self, scope: str, member: str, spent: int) -> None:
+    async def give_back(self, scope: str, member: str, spent: int = 0, at: int = 0, keep: int = 0) -> None:
         held = self._held.get(scope)
         if held is not None:
             held.pop(member, None)
             if not held:
                 del self._held[scope]
-        counter = self._used.get(scope)
-        if spent and counter is not None and counter[1] > self._clock():
-            self._used[scope] = (counter[0] + spent, counter[1])
+        if spent:
+            slices = self._slices(scope)
+            slices[at] = slices.get(at, 0) + spent
+            self._used[scope] = (slices, self._clock() + keep)
 
     async def renew(self, leases: Sequence[tuple[str, str]], lease: float) -> None:
         now = self._clock()
@@ -139,7 +158,7 @@ class LocalStore:
             held = self._held.get(scope)
             if held is not None and held.get(member, 0.0) > now:
                 held[member] = now + lease
-        # Periods that are over are dropped here, on the renewal beat, not on the request path.
+        # Scopes nothing was added to for a whole window are dropped here, on the renewal beat.
         self._used = {k: v for k, v in self._used.items() if v[1] > now}
         self._held = {k: v for k, v in self._held.items() if v}
 
@@ -157,31 +176,58 @@ redis.call('PEXPIRE', KEYS[1], 2 * tonumber(ARGV[3]))
 return {1, 0, n + 1}
 """
 
-# KEYS: held, used. ARGV: member, amount, limit, logged, lease ms, keep s.
+# KEYS: held, used. ARGV: member, amount, limit, lease ms, since, keep s, then (slice start, logged) pairs.
+# The slice fields are written back as given (strings), so that a HINCRBY names the same field.
+# The refusal's freeing slice is ``window.freeing``, in Lua; -1 for None.
 _RESERVE = _NOW + """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local logged = tonumber(ARGV[4])
-local counter = redis.call('GET', KEYS[2])
-local used = counter and tonumber(counter) or -1
-if used < logged then
-  used = logged
-  redis.call('SET', KEYS[2], ARGV[4], 'EX', ARGV[6])
+local limit, since = tonumber(ARGV[3]), tonumber(ARGV[5])
+local slices, written = {}, false
+local fields = redis.call('HGETALL', KEYS[2])
+for i = 1, #fields, 2 do
+  local start = tonumber(fields[i])
+  if start < since then redis.call('HDEL', KEYS[2], fields[i]) else slices[start] = tonumber(fields[i + 1]) end
+end
+for i = 7, #ARGV, 2 do
+  local start, n = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
+  if start >= since and (slices[start] or 0) < n then
+    slices[start] = n
+    redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+    written = true
+  end
+end
+if written then redis.call('EXPIRE', KEYS[2], ARGV[6]) end
+local used, starts = 0, {}
+for start, n in pairs(slices) do
+  used = used + n
+  starts[#starts + 1] = start
 end
 local reserved = 0
 for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
   reserved = reserved + tonumber(string.match(m, ':(%d+)$'))
 end
-if used + reserved >= tonumber(ARGV[3]) then return {0, used, reserved} end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[5]), ARGV[1])
-redis.call('PEXPIRE', KEYS[1], 2 * tonumber(ARGV[5]))
-return {1, used, reserved}
+if used + reserved >= limit then
+  local frees, left = -1, used
+  if used >= limit then
+    table.sort(starts)
+    for _, start in ipairs(starts) do
+      left = left - slices[start]
+      if left < limit then frees = start break end
+    end
+  end
+  return {0, used, reserved, frees}
+end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], 2 * tonumber(ARGV[4]))
+return {1, used, reserved, -1}
 """
 
-# KEYS: held, used. ARGV: member, spent.
+# KEYS: held, used. ARGV: member, spent, slice start, keep s.
 _GIVE_BACK = """
 redis.call('ZREM', KEYS[1], ARGV[1])
-if tonumber(ARGV[2]) > 0 and redis.call('EXISTS', KEYS[2]) == 1 then
-  redis.call('INCRBY', KEYS[2], ARGV[2])
+if tonumber(ARGV[2]) > 0 then
+  redis.call('HINCRBY', KEYS[2], ARGV[3], ARGV[2])
+  redis.call('EXPIRE', KEYS[2], ARGV[4])
 end
 return 0
 """
@@ -275,17 +321,19 @@ class RedisStore:
 
         return _granted(await self._run(op))
 
-    async def reserve(self, scope: str, member: str, amount: int, limit: int, logged: int, lease: float,
-                      keep: float) -> Granted:
+    async def reserve(self, scope: str, member: str, amount: int, limit: int, logged: Mapping[int, int],
+                      since: int, keep: int, lease: float) -> Granted:
+        pairs = [x for start, n in sorted(logged.items()) if start >= since and n > 0 for x in (start, n)]
+
         async def op(c: _Client) -> Any:
             return await c.reserve(keys=[_held(scope), _used(scope)],
-                                   args=[member, amount, limit, logged, _ms(lease), max(1, int(keep))])
+                                   args=[member, amount, limit, _ms(lease), since, max(1, keep), *pairs])
 
         return _granted(await self._run(op))
 
-    async def give_back(self, scope: str, member: str, spent: int) -> None:
+    async def give_back(self, scope: str, member: str, spent: int = 0, at: int = 0, keep: int = 0) -> None:
         async def op(c: _Client) -> Any:
-            return await c.give_back(keys=[_held(scope), _used(scope)], args=[member, spent])
+            return await c.give_back(keys=[_held(scope), _used(scope)], args=[member, spent, at, max(1, keep)])
 
         await self._run(op)
 
@@ -306,5 +354,6 @@ class RedisStore:
 
 
 def _granted(reply: Any) -> Granted:
-    ok, used, held = (int(x) for x in reply)
-    return Granted(bool(ok), used, held)
+    ok, used, held, *rest = (int(x) for x in reply)
+    frees = rest[0] if rest else -1
+    return Granted(bool(ok), used, held, None if frees < 0 else frees)

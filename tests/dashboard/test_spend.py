@@ -193,22 +193,29 @@ def test_rebuilding_the_spend_buckets_from_the_log_gives_what_the_writer_added(t
 def test_a_keys_usd_budget_is_kept_from_the_spend_buckets_as_from_the_log(traffic: dict[str, Any]) -> None:
     import asyncio
 
-    from dashboard.spend import spent_since
+    from dashboard.spend import spent_by_slice
     from gateway.errors import RateLimited
     from gateway.limits import Limits
     from gateway.limits.budgets import usd_logged
     from gateway.state import key_info
 
-    b = traffic["b"]
-    midnight = dt.datetime.combine(dt.datetime.now(dt.timezone.utc).date(), dt.time(), dt.timezone.utc)
-    assert spent_since(b.pk, midnight) == usd_logged(b.pk, midnight) == Decimal(3)
+    a, b = traffic["a"], traffic["b"]
+    now = dt.datetime.now(dt.timezone.utc).timestamp()
+    for width in (300, 1800, 10_800, 43_200):  # every window's slices: the buckets group as the log does
+        since = dt.datetime.fromtimestamp((now - 3 * 86_400) // width * width, dt.timezone.utc)
+        for key in (a, b):
+            assert spent_by_slice(key.pk, since, width) == usd_logged(key.pk, since, width)
+        sliced = spent_by_slice(a.pk, since, width)
+        assert len(sliced) == 2 and sum(sliced.values()) == Decimal("0.028")  # three now, one two days ago
+        assert all(start % width == 0 for start in sliced)
     ApiKey.objects.filter(pk=b.pk).update(usd_budget_day=Decimal("3"))
     b.refresh_from_db()
 
     async def refused() -> str:
-        limits = Limits(usd_spent=spent_since)
+        limits = Limits(usd_spent=spent_by_slice)
         with pytest.raises(RateLimited) as over:
             await limits.admit(key_info(b), "r", lambda budget: 0, PRICES)
         return over.value.message
 
-    assert asyncio.run(refused()).startswith("The daily USD budget of $3.00 for this key is spent")
+    assert asyncio.run(refused()).startswith(
+        "The 24-hour USD budget of $3.00 for this key is spent ($3.00 in the last 24 hours)")

@@ -160,8 +160,8 @@ def test_a_dead_webhook_does_not_slow_a_request(alerting: Server, mock_upstream:
         silent.close()
 
 
-def test_a_key_over_its_token_budget_is_alerted_once_a_period(alerting: Server, mock_upstream: Server,
-                                                              receiver: Receiver) -> None:
+def test_a_key_over_its_token_budget_is_alerted_once_per_window(alerting: Server, mock_upstream: Server,
+                                                                receiver: Receiver) -> None:
     Webhook.objects.create(name="budgets", url=receiver.url, on_account_disabled=False, on_provider_low=False)
     key = f"gw-budget-{uuid.uuid4().hex}"
     config = pool_config(mock_upstream)

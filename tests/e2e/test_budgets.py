@@ -16,6 +16,7 @@ import pytest
 from django.db import connection
 
 from accounts.config_file import load
+from gateway.limits.window import DAY
 from tests.e2e import clients
 from tests.e2e.conftest import pool_config
 from tests.servers import Server, database_url, gateway_processes, seen
@@ -37,9 +38,10 @@ def budget_key(mock: Server, **budgets: str) -> str:
     return plain
 
 
-def seconds_to_midnight_utc() -> float:
-    now = dt.datetime.now(dt.timezone.utc)
-    return (dt.datetime.combine(now.date() + dt.timedelta(days=1), dt.time(), dt.timezone.utc) - now).total_seconds()
+def frees_at(spent_at: float) -> dt.datetime:
+    """When spending at ``spent_at`` leaves the rolling 24 hours: the end of its half-hour slice, a day on."""
+
+    return dt.datetime.fromtimestamp(DAY.out_at(DAY.slice_of(spent_at)), dt.timezone.utc)
 
 
 def chat_until_refused(url: str, key: str, most: int = 10) -> tuple[int, openai.RateLimitError]:
@@ -56,15 +58,19 @@ def test_a_key_is_served_until_its_daily_usd_budget_is_spent_then_gets_429(
         pool: Any, gateway: Server, mock_upstream: Server) -> None:
     key = budget_key(mock_upstream, usd_budget_day="0.01")
     seen(gateway)
+    started = time.time()
     served, refused = chat_until_refused(gateway.url, key)
     assert served == 2  # $0.007 spent after one: a second is served and crosses $0.01
     assert refused.status_code == 429
     assert isinstance(refused.body, dict) and refused.body["type"] == "rate_limit_error"
     message = refused.body["message"]
-    assert message.startswith("The daily USD budget of $0.01 for this key is spent")
-    tomorrow = dt.datetime.now(dt.timezone.utc).date() + dt.timedelta(days=1)
-    assert f"it frees at {tomorrow:%Y-%m-%d} 00:00 UTC" in message
-    assert abs(int(refused.response.headers["retry-after"]) - seconds_to_midnight_utc()) < 5
+    assert message.startswith("The 24-hour USD budget of $0.01 for this key is spent")
+    assert "in the last 24 hours" in message
+    # Both answers were spent in the slice the test started in (unless it started on a slice's edge).
+    frees = frees_at(started) if frees_at(started) == frees_at(time.time()) else None
+    if frees is not None:
+        assert f"it frees at {frees:%Y-%m-%d %H:%M} UTC" in message
+        assert abs(int(refused.response.headers["retry-after"]) - (frees.timestamp() - time.time())) < 5
 
     # The Messages API sees the same refusal as Anthropic's own rate_limit_error.
     with pytest.raises(anthropic.RateLimitError) as messages_refused:
@@ -73,13 +79,13 @@ def test_a_key_is_served_until_its_daily_usd_budget_is_spent_then_gets_429(
     body = messages_refused.value.body
     assert isinstance(body, dict) and body["type"] == "error"
     assert body["error"]["type"] == "rate_limit_error"
-    assert body["error"]["message"].startswith("The daily USD budget of $0.01 for this key is spent")
+    assert body["error"]["message"].startswith("The 24-hour USD budget of $0.01 for this key is spent")
     assert int(messages_refused.value.response.headers["retry-after"]) > 60
     # And the Responses API, in its own envelope.
     with pytest.raises(openai.RateLimitError) as responses_refused:
         clients.openai_client(gateway.url, key).responses.create(model=RESPONSES_MODEL, input="hi")
     assert isinstance(responses_refused.value.body, dict)
-    assert responses_refused.value.body["message"].startswith("The daily USD budget of $0.01 for this key is spent")
+    assert responses_refused.value.body["message"].startswith("The 24-hour USD budget of $0.01 for this key is spent")
 
 
 def test_a_streamed_answer_is_charged_to_the_budget_when_its_stream_ends(pool: Any, gateway: Server,
@@ -91,11 +97,11 @@ def test_a_streamed_answer_is_charged_to_the_budget_when_its_stream_ends(pool: A
                                                  stream=True, stream_options={"include_usage": True}))
     assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens > 1  # priced above $0.001
     time.sleep(0.2)  # the stream's settle runs after its last byte
-    with pytest.raises(openai.RateLimitError, match="daily USD budget of \\$0.001 for this key is spent"):
+    with pytest.raises(openai.RateLimitError, match="24-hour USD budget of \\$0.001 for this key is spent"):
         client.chat.completions.create(model=CHAT_MODEL, messages=[{"role": "user", "content": "hi"}])
 
 
-def test_other_keys_and_unlimited_periods_are_not_held_back(pool: Any, gateway: Server,
+def test_other_keys_and_unlimited_windows_are_not_held_back(pool: Any, gateway: Server,
                                                             mock_upstream: Server) -> None:
     spent = budget_key(mock_upstream, usd_budget_5h="0.001")
     roomy = budget_key(mock_upstream, usd_budget_month="100")

@@ -104,7 +104,7 @@ def test_a_token_budget_reserves_the_estimate_and_is_charged_what_was_spent() ->
         await settled()
         with pytest.raises(RateLimited) as used:
             await limits.admit(k, "d", estimate)
-        assert "used its 100 tokens for today (UTC)" in used.value.message
+        assert "used its 100 tokens in the last 24 hours" in used.value.message
         assert int(used.value.headers["Retry-After"]) > 1
 
     asyncio.run(go())
@@ -126,8 +126,8 @@ def test_a_refused_budget_gives_the_slot_back() -> None:
     asyncio.run(go())
 
 
-async def _nothing_logged(budget: Budget, key_id: int, start: object) -> int:
-    return 0
+async def _nothing_logged(budget: Budget, key_id: int, start: int) -> dict[int, int]:
+    return {}
 
 
 def test_with_redis_unreachable_slots_are_kept_in_this_process() -> None:
