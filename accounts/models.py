@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from decimal import Decimal
 
 from django.core.validators import MinValueValidator
 from django.db import models
@@ -129,23 +130,29 @@ class ApiKey(UsageCounters):
     max_concurrent_requests = models.PositiveIntegerField(
         null=True, blank=True, help_text="Requests in flight at once, across gateway processes; empty: no cap")
     # USD this key may spend in a rolling window (the last 5 hours, 24 hours, 7 days, 30 days, each up to
-    # one slice longer: gateway.limits.window), across gateway processes; priced by the providers' price
+    # one slice longer: accounts.budgetwindows), across gateway processes; priced by the providers' price
     # tables. Empty: no budget.
     usd_budget_5h = models.DecimalField(
         "USD budget per 5 hours", max_digits=14, decimal_places=6, null=True, blank=True,
         validators=[MinValueValidator(0)], help_text="In any 5 hours (rolling; up to 5 minutes more)")
     usd_budget_day = models.DecimalField(
-        "USD budget per day", max_digits=14, decimal_places=6, null=True, blank=True,
+        "USD budget per 24 hours", max_digits=14, decimal_places=6, null=True, blank=True,
         validators=[MinValueValidator(0)], help_text="In any 24 hours (rolling; up to 30 minutes more)")
     usd_budget_week = models.DecimalField(
-        "USD budget per week", max_digits=14, decimal_places=6, null=True, blank=True,
+        "USD budget per 7 days", max_digits=14, decimal_places=6, null=True, blank=True,
         validators=[MinValueValidator(0)], help_text="In any 7 days (rolling; up to 3 hours more)")
     usd_budget_month = models.DecimalField(
-        "USD budget per month", max_digits=14, decimal_places=6, null=True, blank=True,
+        "USD budget per 30 days", max_digits=14, decimal_places=6, null=True, blank=True,
         validators=[MinValueValidator(0)], help_text="In any 30 days (rolling; up to 12 hours more)")
     created_at = models.DateTimeField(auto_now_add=True)
 
     USD_BUDGETS = ("usd_budget_5h", "usd_budget_day", "usd_budget_week", "usd_budget_month")
+
+    def usd_budget_limits(self) -> list[tuple[str, Decimal]]:
+        """(window name in ``accounts.budgetwindows``, limit in USD) for each USD budget the key has."""
+
+        return [(name.removeprefix("usd_budget_"), getattr(self, name)) for name in self.USD_BUDGETS
+                if getattr(self, name) is not None]
 
     def __str__(self) -> str:
         return self.name

@@ -3,16 +3,36 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import time
+from decimal import Decimal
+from typing import Any
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import SafeString
 
+from accounts.budgetwindows import WINDOWS
 from accounts.models import ApiKey
 
 from . import charts, spendstats, stats
+from . import spend as spend_buckets
 from .security import staff_page
 
-BUDGET_LABELS = ("per 5 hours", "per day", "per week", "per month")  # in the order of ApiKey.USD_BUDGETS
+
+
+def budgets(key: ApiKey) -> list[dict[str, Any]]:
+    """Each USD budget of the key with what it spent in the budget's rolling window, counted as the gateway
+    counts it (the same slices, from the spend buckets: ``GATEWAY_USD_SPENT``)."""
+
+    now = time.time()
+    out = []
+    for name, limit in key.usd_budget_limits():
+        window = WINDOWS[name]
+        since = dt.datetime.fromtimestamp(window.first(now), dt.timezone.utc)
+        spent = sum(spend_buckets.spent_by_slice(key.pk, since, window.width).values(), Decimal(0))
+        out.append({"window": window, "limit": limit, "spent": spent, "over": spent >= limit})
+    return out
 
 
 def _window(request: HttpRequest) -> stats.Window:
@@ -44,8 +64,7 @@ def key_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "dashboard/key.html", {
         "key": key, "window": window, "windows": stats.WINDOWS.values(),
         "total": spendstats.total(window, key.pk),
-        "budgets": [(label, getattr(key, f)) for f, label in zip(ApiKey.USD_BUDGETS, BUDGET_LABELS)
-                    if getattr(key, f) is not None],
+        "budgets": budgets(key),
         "cost_chart": _chart(points, "cost", f"Spend (USD), {window.label}", window, "USD"),
         "tokens_chart": _chart(points, "tokens", f"Tokens (in + out), {window.label}", window),
         "requests_chart": _chart(points, "requests", f"Requests, {window.label}", window),

@@ -49,7 +49,7 @@ class KeyInfo:
     rate_limit_per_minute: int | None
     daily_token_limit: int | None
     max_concurrent_requests: int | None = None
-    # (window name as in gateway.limits.window, limit in micro-dollars) for each USD budget the key has
+    # (window name as in accounts.budgetwindows, limit in micro-dollars) for each USD budget the key has
     usd_budgets: tuple[tuple[str, int], ...] = ()
 
 
@@ -96,8 +96,7 @@ def _load() -> Snapshot:
 
 
 def key_info(k: Any) -> KeyInfo:
-    usd = tuple((field_name.removeprefix("usd_budget_"), micro_dollars(getattr(k, field_name)))
-                for field_name in k.USD_BUDGETS if getattr(k, field_name, None) is not None)
+    usd = tuple((window, micro_dollars(limit)) for window, limit in k.usd_budget_limits())
     return KeyInfo(k.pk, k.name, tuple(k.allowed_models or ()), k.rate_limit_per_minute, k.daily_token_limit,
                    k.max_concurrent_requests, usd)
 

@@ -25,7 +25,7 @@ from accounts.prices import dollars, micro_dollars
 
 from ..logrecord import LogRecord, request_cost
 from ..state import KeyInfo
-from .window import DAY, WINDOWS, Window
+from accounts.budgetwindows import DAY, WINDOWS, Window
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ Checked in this order, each refused with 429 in the caller's envelope, a
 2. concurrent requests (``admit``): a slot leased for the request's lifetime;
 3. budgets (``admit``): each reserves an estimate of what the request will
    spend (``estimate.py``) before it is sent, and it is refused while what
-   finished requests spent in the budget's rolling window (``window.py``) plus
+   finished requests spent in the budget's rolling window (``accounts.budgetwindows``) plus
    what is reserved in flight has reached the limit. The request that crosses
    the limit is served, so a burst overshoots by at most one request's
    reservation, not by everything in flight. Refused because spent, the message

@@ -10,7 +10,7 @@ runs one set of scenarios against both:
   its leases behind, and they lapse ``lease`` seconds later (the limits renew
   live ones every third of that);
 - **used**: per budget scope, what finished requests spent, per slice of the
-  budget's rolling window (``window.py``): slice start → amount. A reservation
+  budget's rolling window (``accounts.budgetwindows``): slice start → amount. A reservation
   drops the slices that left the window, raises each live one to what the request
   log shows for it (Redis lost the counter, or other processes counted without
   Redis) and sums them. The slices are named by the caller's clock, the same one
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .breaker import Breaker
-from .window import freeing
+from accounts.budgetwindows import freeing
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis

@@ -85,15 +85,28 @@ def test_client_keys_list_shows_each_keys_spend_in_the_window_and_sorts(staff_cl
     assert field(row_of(week, f'data-key-id="{a.pk}"'), "requests") == "4"
 
 
+def test_a_keys_budgets_show_what_it_spent_in_each_rolling_window(staff_client: Client,
+                                                                 traffic: dict[str, Any]) -> None:
+    a = traffic["a"]
+    ApiKey.objects.filter(pk=a.pk).update(usd_budget_5h=Decimal("1"), usd_budget_week=Decimal("1"))
+    response = staff_client.get(reverse("dashboard:key", args=[a.pk]))
+    # Three requests at $0.007 now, one two days ago: in the week's window, not in the five hours'.
+    assert "$0.021 of $1.00 in the last 5 hours ; $0.028 of $1.00 in the last 7 days" in text(response)
+    assert 'class="err"' not in response.content.decode().split('data-field="budgets"', 1)[1].split("</td>", 1)[0]
+
+
 def test_a_keys_page_charts_its_spend_and_breaks_it_down_per_model_and_provider(
         staff_client: Client, traffic: dict[str, Any]) -> None:
     b = traffic["b"]
-    ApiKey.objects.filter(pk=b.pk).update(usd_budget_day=Decimal("5"), usd_budget_month=Decimal("80.5"))
+    ApiKey.objects.filter(pk=b.pk).update(usd_budget_day=Decimal("3"), usd_budget_month=Decimal("80.5"))
     response = staff_client.get(reverse("dashboard:key", args=[b.pk]) + "?window=24h")
     html = response.content.decode()
     assert html.count("<svg") == 4 and "Spend (USD), last 24 hours" in html
     assert field(html, "cost") == "$3.00" and field(html, "requests") == "3"
-    assert "per day: $5.00; per month: $80.50" in text(response)
+    # Each budget with what the key spent in its rolling window; the spent one is marked.
+    assert "$3.00 of $3.00 in the last 24 hours ; $3.00 of $80.50 in the last 30 days" in text(response)
+    budgets = html.split('data-field="budgets"', 1)[1].split("</td>", 1)[0]
+    assert budgets.count('class="err"') == 1 and budgets.index('class="err"') < budgets.index("$80.50")
     models = html.split('data-spend="model"', 1)[1].split("</table>", 1)[0]
     assert field(row_of(models, "gpt-big"), "cost") == "$2.00"
     assert field(row_of(models, "claude-x"), "cost") == "$1.00"

@@ -16,7 +16,7 @@ import pytest
 from django.db import connection
 
 from accounts.config_file import load
-from gateway.limits.window import DAY
+from accounts.budgetwindows import DAY
 from tests.e2e import clients
 from tests.e2e.conftest import pool_config
 from tests.servers import Server, database_url, gateway_processes, seen

@@ -20,7 +20,7 @@ from django.db import connection
 from accounts.config_file import load
 from gateway.errors import RateLimited
 from gateway.limits import WINDOW_SECONDS, Limits
-from gateway.limits.window import DAY
+from accounts.budgetwindows import DAY
 from gateway.state import KeyInfo
 from tests.e2e import clients
 from tests.e2e.conftest import pool_config

@@ -14,7 +14,7 @@ import pytest
 from gateway.errors import RateLimited
 from gateway.limits import Budget, Limits, request_estimate
 from gateway.limits.budgets import USD
-from gateway.limits.window import DAY
+from accounts.budgetwindows import DAY
 from gateway.reqlog import LogRecord
 from gateway.state import KeyInfo
 from translation import registry

@@ -8,8 +8,10 @@ up to one slice further than its name (5 hours and up to 5 minutes). What a key
 spent is the sum over the live slices; when that reaches the limit, the oldest
 slices leaving the window free it.
 
-Pure arithmetic on Unix seconds: ``store.py`` (and its Lua) uses the same rules,
-and ``tests/gateway/limits/test_store.py`` checks that both stores agree.
+Pure arithmetic on Unix seconds, kept beside the keys whose budgets it counts:
+the gateway's limits enforce it (``gateway.limits.store`` and its Lua use the same
+rules, and ``tests/gateway/limits/test_store.py`` checks that both stores agree),
+and the dashboard shows what each key spent in the same windows.
 """
 
 from __future__ import annotations
