@@ -97,6 +97,16 @@ def seed_pool() -> dict[str, Any]:
     return {"providers": providers, "accounts": accounts, "keys": list(ApiKey.objects.order_by("id"))}
 
 
+def load_pool() -> dict[str, Any]:
+    """The pool an earlier run seeded into a kept database (``--db``)."""
+
+    from accounts.models import Account, ApiKey, Provider
+
+    return {"providers": list(Provider.objects.order_by("id")),
+            "accounts": list(Account.objects.select_related("provider").order_by("id")),
+            "keys": list(ApiKey.objects.order_by("id"))}
+
+
 def fake_rows(n: int, pool: dict[str, Any], rng: random.Random) -> Any:
     """(column values, rollup row) for n requests spread over DAYS days up to now, oldest first."""
 
@@ -294,7 +304,8 @@ def time_pages(pool: dict[str, Any], repeats: int) -> list[dict[str, Any]]:
     from django.test import Client
 
     client = Client()
-    client.force_login(User.objects.create_superuser("bench", password="x"))
+    user = User.objects.filter(username="bench").first() or User.objects.create_superuser("bench", password="x")
+    client.force_login(user)
     results = []
     for name, url in pages(pool):
         response = client.get(url)  # warm-up: template compilation, caches
@@ -331,18 +342,23 @@ def add_proposed_indexes() -> None:
             cursor.execute(f"CREATE INDEX {name} ON {RequestLog._meta.db_table} ({', '.join(cols)})")
 
 
-def measure(rows: int, use_pg: bool, repeats: int, proposed: bool = False) -> dict[str, Any]:
+def measure(rows: int, use_pg: bool, repeats: int, proposed: bool = False, db: str = "") -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="dashboard-bench-") as tmp:
-        db_url = scratch_pg() if use_pg else f"sqlite:///{tmp}/bench.sqlite3"
+        reuse = bool(db) and Path(db).exists()
+        db_url = scratch_pg() if use_pg else f"sqlite:///{db or f'{tmp}/bench.sqlite3'}"
         configure(db_url)
         from django.core.management import call_command
         from django.db import connection
 
-        call_command("migrate", verbosity=0)
-        pool = seed_pool()
-        print(f"dashboard bench: seeding {rows:,} request-log rows into {connection.vendor}…", flush=True)
-        seconds = seed_log(rows, pool)
-        seed_events(pool)
+        call_command("migrate", verbosity=0)  # on a kept database: the migrations since it was seeded
+        if reuse:
+            pool, seconds = load_pool(), 0.0
+            print(f"dashboard bench: reusing {db} (its rows end when it was seeded)", flush=True)
+        else:
+            pool = seed_pool()
+            print(f"dashboard bench: seeding {rows:,} request-log rows into {connection.vendor}…", flush=True)
+            seconds = seed_log(rows, pool)
+            seed_events(pool)
         if proposed:
             add_proposed_indexes()
             print(f"  with the proposed indexes: {', '.join(map(str, PROPOSED_INDEXES.values()))}", flush=True)
@@ -377,8 +393,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--proposed-indexes", action="store_true",
                         help="add the indexes proposed for the request log before timing")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--db", default="", help="SQLite file to seed and keep, or to reuse if it exists "
+                                                 "(seeding 10M rows takes ~15 minutes)")
     args = parser.parse_args(argv)
-    result = measure(args.rows, args.pg, args.repeats, args.proposed_indexes)
+    result = measure(args.rows, args.pg, args.repeats, args.proposed_indexes, args.db)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
     return 0
