@@ -70,9 +70,10 @@ def add_to_tiers(tiers: Sequence[Tier], ident: Sequence[str], sums: Sequence[str
 
 def pieces(tiers: Sequence[Tier], lo: int, now: int, step: int | None = None) -> list[tuple[Tier, int, int | None]]:
     """Which buckets cover the time from ``lo`` (a start of the finest tier) to ``now``, exactly: (tier, first
-    start, end or None for "to the end") per tier, finest first. Each tier runs from where the finer one stops
-    to its next boundary; the last, the coarsest one that still starts by ``now``, runs to the end. ``step``: a chart's resolution, which no bucket may
-    be wider than (a point per hour cannot be read from days)."""
+    start, end or None for "to the end") per tier, finest first. Each tier runs from where the finer one
+    stops to its next boundary; the last, the coarsest that still starts by ``now``, runs to the end.
+    ``step``: a chart's resolution, which every bucket read must divide (a point per hour cannot be read
+    from days)."""
 
     usable = [t for t in tiers if step is None or step % t.seconds == 0]
     out: list[tuple[Tier, int, int | None]] = []
