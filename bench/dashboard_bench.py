@@ -49,13 +49,18 @@ def configure(db_url: str) -> None:
     django.setup()
 
 
-def scratch_pg() -> str:
+def scratch_pg(keep: bool = False) -> tuple[str, bool]:
+    """The scratch database's URL, and whether it holds an earlier run's seeding (``keep``: reuse it if so)."""
+
     import psycopg
 
     with psycopg.connect(PG_URL + "postgres", autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [PG_DB]).fetchone() is not None
+        if keep and exists:
+            return PG_URL + PG_DB, True
         conn.execute(f"DROP DATABASE IF EXISTS {PG_DB}")
         conn.execute(f"CREATE DATABASE {PG_DB}")
-    return PG_URL + PG_DB
+    return PG_URL + PG_DB, False
 
 
 # ------------------------------------------------------------------ seeding
@@ -344,8 +349,10 @@ def add_proposed_indexes() -> None:
 
 def measure(rows: int, use_pg: bool, repeats: int, proposed: bool = False, db: str = "") -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="dashboard-bench-") as tmp:
-        reuse = bool(db) and Path(db).exists()
-        db_url = scratch_pg() if use_pg else f"sqlite:///{db or f'{tmp}/bench.sqlite3'}"
+        if use_pg:
+            db_url, reuse = scratch_pg(keep=bool(db))
+        else:
+            db_url, reuse = f"sqlite:///{db or f'{tmp}/bench.sqlite3'}", bool(db) and Path(db).exists()
         configure(db_url)
         from django.core.management import call_command
         from django.db import connection
@@ -393,8 +400,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--proposed-indexes", action="store_true",
                         help="add the indexes proposed for the request log before timing")
     parser.add_argument("--json", help="also write the figures to this file")
-    parser.add_argument("--db", default="", help="SQLite file to seed and keep, or to reuse if it exists "
-                                                 "(seeding 10M rows takes ~15 minutes)")
+    parser.add_argument("--db", default="", help="SQLite file to seed and keep, or to reuse if it exists; with "
+                                                 f"--pg any value keeps and reuses the database {PG_DB} "
+                                                 "(seeding 10M rows takes 15-30 minutes)")
     args = parser.parse_args(argv)
     result = measure(args.rows, args.pg, args.repeats, args.proposed_indexes, args.db)
     if args.json:

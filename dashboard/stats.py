@@ -11,6 +11,7 @@ request moved on from (``dashboard.rollup``).
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -106,7 +107,12 @@ def _buckets(window: Window, now: int, account_ids: Collection[int] | None = Non
              step: int | None = None) -> list[QuerySet[Any]]:
     """The window's usage buckets, one queryset per tier (no wider than ``step``), of ``account_ids`` if given."""
 
-    qss = querysets(TIERS, window_start(window, now), now, step)
+    return _since(window_start(window, now), now, account_ids, step)
+
+
+def _since(lo: int, now: int, account_ids: Collection[int] | None = None,
+           step: int | None = None) -> list[QuerySet[Any]]:
+    qss = querysets(TIERS, lo - lo % BUCKET_SECONDS, now, step)
     return qss if account_ids is None else [qs.filter(account_id__in=account_ids) for qs in qss]
 
 
@@ -133,6 +139,16 @@ def per_account(window: Window, account_ids: Collection[int] | None = None) -> d
     rows = chain.from_iterable(qs.values("account_id").annotate(**sums).order_by()
                                for qs in _buckets(window, int(time.time()), account_ids))
     return {ident[0]: Totals.from_row(row) for ident, row in summed(rows, ("account_id",)).items()}
+
+
+def used_since(since: dt.datetime, account_ids: Collection[int]) -> dict[int, tuple[int, int]]:
+    """(uses, tokens in + out) of each of ``account_ids`` since a time (taken back to its five-minute bucket):
+    the admin's accounts list for today (``GATEWAY_ACCOUNT_USAGE_SINCE``), a page of accounts at a time."""
+
+    rows = chain.from_iterable(qs.values("account_id").annotate(n=Sum("requests"), t=Sum(F("input_tokens") +
+                                                                                        F("output_tokens"))).order_by()
+                               for qs in _since(int(since.timestamp()), int(time.time()), account_ids))
+    return {ident[0]: (row["n"], row["t"]) for ident, row in summed(rows, ("account_id",)).items()}
 
 
 def series(window: Window, account_id: int | None = None,

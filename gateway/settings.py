@@ -170,6 +170,9 @@ GATEWAY_LOG_SINKS = ["dashboard.rollup.add", "dashboard.spend.add"]
 # from the spend buckets that sink keeps (a month of a busy key is thousands of rows there, not millions in
 # the log). Empty: summed from the request log.
 GATEWAY_USD_SPENT = "dashboard.spend.spent_by_slice"
+# What each account of an admin list page used since a time (its "today" columns): read from the usage
+# buckets the log sink keeps. Empty: counted from the request log.
+GATEWAY_ACCOUNT_USAGE_SINCE = "dashboard.stats.used_since"
 # How often a gateway process looks for account tests ops asked for in the admin (gateway.prober).
 GATEWAY_PROBE_INTERVAL = env.float("GATEWAY_PROBE_INTERVAL", default=5.0)
 # One gateway process at a time ends cool-downs and queues scheduled account tests (gateway.poolhealth):
