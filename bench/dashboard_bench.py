@@ -360,7 +360,7 @@ def measure(rows: int, use_pg: bool, repeats: int, proposed: bool = False, db: s
         call_command("migrate", verbosity=0)  # on a kept database: the migrations since it was seeded
         if reuse:
             pool, seconds = load_pool(), 0.0
-            print(f"dashboard bench: reusing {db} (its rows end when it was seeded)", flush=True)
+            print(f"dashboard bench: reusing {PG_DB if use_pg else db} (its rows end when it was seeded)", flush=True)
         else:
             pool = seed_pool()
             print(f"dashboard bench: seeding {rows:,} request-log rows into {connection.vendor}…", flush=True)
