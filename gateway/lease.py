@@ -52,9 +52,13 @@ class Lease:
         """Take the lease if it is free or has run out, renew it if it is ours; True while it is ours."""
 
         held = self._take()
-        if not held and not LeaseRow.objects.filter(name=self.name).exists():
-            # No row yet (a new deployment), or it was deleted: one (free) row, whoever inserts it first.
-            LeaseRow.objects.bulk_create([LeaseRow(name=self.name, expires_at=_LONG_AGO)], ignore_conflicts=True)
+        if not held:
+            if not LeaseRow.objects.filter(name=self.name).exists():
+                # No row yet (a new deployment), or it was deleted: one (free) row, whoever inserts it first.
+                LeaseRow.objects.bulk_create([LeaseRow(name=self.name, expires_at=_LONG_AGO)],
+                                             ignore_conflicts=True)
+            # Again either way: another process may have inserted the row, free, since the first try found
+            # none; without this second try the first to ask could be turned away from a lease nobody holds.
             held = self._take()
         if held != self.held:
             log.info("%s lease %s by %s", self.name, "taken" if held else "lost", self.holder)
