@@ -13,7 +13,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from itertools import chain
+
 from django.db import connections, router
+from django.db.models import F
 
 T = TypeVar("T")
 Ident = tuple[Any, ...]  # (bucket start, then the bucket's other identifying columns)
@@ -115,9 +118,23 @@ def clear(tiers: Sequence[Tier], since: dt.datetime | None) -> dt.datetime | Non
     return dt.datetime.fromtimestamp(first, dt.timezone.utc)
 
 
-def summed(rows: Iterable[Mapping[str, Any]], by: Sequence[str] = ()) -> dict[Ident, dict[str, int]]:
-    """Aggregate rows read from several tiers merged: the sums of rows with the same values of ``by`` (the
-    grouping columns) added up, a NULL sum (no rows) as 0."""
+def grouped(qss: Sequence[Any], sums: Mapping[str, Any], by: Sequence[str] = (),
+            step: int | None = None) -> dict[Ident, dict[str, int]]:
+    """The ``sums`` (aggregates) of the buckets of :func:`querysets`, per group of the columns ``by`` and, with
+    ``step``, of "t" (last): the start of the chart step a bucket falls in. Each tier is summed by the database,
+    the tiers are merged here; without any grouping, the one total is under ``()``."""
+
+    if step is not None:
+        qss = [qs.annotate(t=F("start") - F("start") % step) for qs in qss]
+        by = (*by, "t")
+    if not by:
+        return _merged((qs.aggregate(**sums) for qs in qss), by)
+    return _merged(chain.from_iterable(qs.values(*by).annotate(**sums).order_by() for qs in qss), by)
+
+
+def _merged(rows: Iterable[Mapping[str, Any]], by: Sequence[str]) -> dict[Ident, dict[str, int]]:
+    """Aggregate rows of several tiers merged: the sums of rows with the same values of ``by`` added up, a
+    NULL sum (no rows) as 0."""
 
     out: dict[Ident, dict[str, int]] = {}
     for row in rows:

@@ -13,14 +13,13 @@ import datetime as dt
 import time
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
-from itertools import chain
 from typing import Any, Protocol
 
-from django.db.models import F, Sum
+from django.db.models import Sum
 
 from accounts.outcomes import request_failed
 
-from .buckets import Tier, add_in_chunks, add_to_tiers, clear, querysets, summed
+from .buckets import Tier, add_in_chunks, add_to_tiers, clear, grouped, querysets
 from .models import BUCKET_SECONDS, DAY_SECONDS, HOUR_SECONDS, SpendBucket, SpendDay, SpendHour
 from .rollup import bucket_of
 
@@ -57,12 +56,9 @@ def spent_by_slice(key_id: int, since: dt.datetime, width: int) -> dict[int, Dec
     for the floor under its USD budgets (``GATEWAY_USD_SPENT``): summed by the database from the widest
     buckets no wider than a slice (a month of 12-hour slices reads hours, not five-minute buckets)."""
 
-    now = int(time.time())
-    rows = chain.from_iterable(
-        qs.filter(client_key_id=key_id).annotate(slice=F("start") - F("start") % width).values("slice")
-        .annotate(spent=Sum("cost_nanos")).order_by()
-        for qs in querysets(TIERS, bucket_of(since), now, width))
-    return {int(ident[0]): usd(row["spent"]) for ident, row in summed(rows, ("slice",)).items()}
+    qss = [qs.filter(client_key_id=key_id) for qs in querysets(TIERS, bucket_of(since), int(time.time()), width)]
+    spent = grouped(qss, {"spent": Sum("cost_nanos")}, step=width)
+    return {ident[0]: usd(row["spent"]) for ident, row in spent.items()}
 
 
 def fold(rows: Iterable[SpendRow]) -> dict[tuple[Any, ...], list[int]]:

@@ -10,14 +10,13 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from itertools import chain
 from typing import Any
 
-from django.db.models import F, QuerySet, Sum
+from django.db.models import QuerySet, Sum
 
 from accounts.models import ApiKey, Provider
 
-from .buckets import querysets, summed
+from .buckets import grouped, querysets
 from .spend import TIERS, usd
 from .stats import Window, steps, window_start
 
@@ -62,23 +61,19 @@ def by(window: Window, dimension: str, key_id: int | None = None) -> dict[Any, S
     all keys' or with ``key_id`` that key's."""
 
     column = DIMENSIONS[dimension]
-    rows = chain.from_iterable(qs.values(column).annotate(**_sums()).order_by()
-                               for qs in _buckets(window, int(time.time()), key_id))
-    return {ident[0]: Spend.from_row(row) for ident, row in summed(rows, (column,)).items()}
+    found = grouped(_buckets(window, int(time.time()), key_id), _sums(), (column,))
+    return {ident[0]: Spend.from_row(row) for ident, row in found.items()}
 
 
 def total(window: Window, key_id: int | None = None) -> Spend:
-    merged = summed(qs.aggregate(**_sums()) for qs in _buckets(window, int(time.time()), key_id))
-    return Spend.from_row(merged.get((), {}))
+    return Spend.from_row(grouped(_buckets(window, int(time.time()), key_id), _sums()).get((), {}))
 
 
 def series(window: Window, key_id: int) -> list[dict[str, float]]:
     """One point per chart step across the window for one key: requests, errors, tokens and cost (USD)."""
 
     now = int(time.time())
-    rows = chain.from_iterable(qs.annotate(t=F("start") - F("start") % window.step).values("t").annotate(**_sums())
-                               .order_by() for qs in _buckets(window, now, key_id, window.step))
-    found = summed(rows, ("t",))
+    found = grouped(_buckets(window, now, key_id, window.step), _sums(), step=window.step)
     points = []
     for t in steps(window, now):
         s = Spend.from_row(found.get((t,)) or {})

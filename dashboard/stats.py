@@ -15,7 +15,6 @@ import datetime as dt
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import Any
 
 from django.db.models import Count, F, QuerySet, Sum
@@ -24,7 +23,7 @@ from django.db.models.expressions import Combinable
 from accounts.models import Account
 
 from . import histogram
-from .buckets import querysets, summed
+from .buckets import grouped, querysets
 from .models import BUCKET_SECONDS
 from .rollup import TIERS
 
@@ -128,27 +127,26 @@ def totals(window: Window, account_id: int | None = None) -> Totals:
 
     sums = _sums(with_ttfb=True, per_account=account_id is not None)
     ids = None if account_id is None else [account_id]
-    merged = summed(qs.aggregate(**sums) for qs in _buckets(window, int(time.time()), ids))
-    return Totals.from_row(merged.get((), {}))
+    return Totals.from_row(grouped(_buckets(window, int(time.time()), ids), sums).get((), {}))
 
 
 def per_account(window: Window, account_ids: Collection[int] | None = None) -> dict[int, Totals]:
     """Each account's figures (only ``account_ids``' when given: a page of the accounts table)."""
 
-    sums = _sums(with_ttfb=False, per_account=True)
-    rows = chain.from_iterable(qs.values("account_id").annotate(**sums).order_by()
-                               for qs in _buckets(window, int(time.time()), account_ids))
-    return {ident[0]: Totals.from_row(row) for ident, row in summed(rows, ("account_id",)).items()}
+    return _per_account(_buckets(window, int(time.time()), account_ids))
 
 
 def used_since(since: dt.datetime, account_ids: Collection[int]) -> dict[int, tuple[int, int]]:
     """(uses, tokens in + out) of each of ``account_ids`` since a time (taken back to its five-minute bucket):
     the admin's accounts list for today (``GATEWAY_ACCOUNT_USAGE_SINCE``), a page of accounts at a time."""
 
-    rows = chain.from_iterable(qs.values("account_id").annotate(n=Sum("requests"), t=Sum(F("input_tokens") +
-                                                                                        F("output_tokens"))).order_by()
-                               for qs in _since(int(since.timestamp()), int(time.time()), account_ids))
-    return {ident[0]: (row["n"], row["t"]) for ident, row in summed(rows, ("account_id",)).items()}
+    used = _per_account(_since(int(since.timestamp()), int(time.time()), account_ids))
+    return {account: (t.requests, t.tokens) for account, t in used.items()}
+
+
+def _per_account(qss: list[QuerySet[Any]]) -> dict[int, Totals]:
+    found = grouped(qss, _sums(with_ttfb=False, per_account=True), ("account_id",))
+    return {ident[0]: Totals.from_row(row) for ident, row in found.items()}
 
 
 def series(window: Window, account_id: int | None = None,
@@ -159,9 +157,7 @@ def series(window: Window, account_id: int | None = None,
     now = int(time.time())
     ids = None if account_id is None else [account_id]
     sums = {f: Sum(_column(f, account_id is not None)) for f in fields}
-    rows = chain.from_iterable(qs.annotate(t=F("start") - F("start") % window.step).values("t").annotate(**sums)
-                               .order_by() for qs in _buckets(window, now, ids, window.step))
-    found = summed(rows, ("t",))
+    found = grouped(_buckets(window, now, ids, window.step), sums, step=window.step)
     points = [{"t": t, **{f: (found.get((t,)) or {}).get(f, 0) for f in fields}} for t in steps(window, now)]
     if "input_tokens" in fields and "output_tokens" in fields:
         for p in points:
@@ -176,11 +172,10 @@ def per_account_series(window: Window, field_name: str = "requests",
     now = int(time.time())
     starts = steps(window, now)
     index = {t: i for i, t in enumerate(starts)}
-    rows = chain.from_iterable(qs.annotate(t=F("start") - F("start") % window.step).values("account_id", "t")
-                               .annotate(v=Sum(field_name)).order_by()
-                               for qs in _buckets(window, now, account_ids, window.step))
+    found = grouped(_buckets(window, now, account_ids, window.step), {"v": Sum(field_name)}, ("account_id",),
+                    window.step)
     out: dict[int, list[int]] = {}
-    for (account, t), row in summed(rows, ("account_id", "t")).items():
+    for (account, t), row in found.items():
         values = out.setdefault(account, [0] * len(starts))
         at = index.get(t)
         if at is not None:

@@ -2,7 +2,7 @@
 
 A :class:`Budget` is one such limit: a unit (tokens, or USD counted in
 micro-dollars, so that every amount is an integer Redis can ``HINCRBY``), a
-limit, a rolling :class:`~.window.Window` (the last 5 hours, 24 hours, 7 days,
+limit, a rolling :class:`accounts.budgetwindows.Window` (the last 5 hours, 24 hours, 7 days,
 30 days, each up to one slice longer), how a finished request is measured in
 that unit, and how the log is read for a key: what it spent per slice since a
 time. One mechanism for all of them, the daily token limit included.
@@ -20,12 +20,12 @@ from typing import Any
 
 from django.db import DatabaseError
 
+from accounts.budgetwindows import DAY, WINDOWS, Window
 from accounts.db import DatabaseUnavailable, hop
 from accounts.prices import dollars, micro_dollars
 
 from ..logrecord import LogRecord, request_cost
 from ..state import KeyInfo
-from accounts.budgetwindows import DAY, WINDOWS, Window
 
 log = logging.getLogger(__name__)
 
