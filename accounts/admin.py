@@ -286,7 +286,7 @@ class AccountAdmin(admin.ModelAdmin[Account]):
 
     @admin.action(description="Test selected accounts (a minimal request each, in the background)")
     def test_accounts(self, request: HttpRequest, queryset: QuerySet[Account]) -> None:
-        # A gateway process runs them (gateway.prober): any number, none holding up this page.
+        # A gateway process runs them (gateway.background.prober): any number, none holding up this page.
         n = queryset.update(probe_requested_at=timezone.now())
         self.message_user(request, f"{n} account(s) queued for a test. A gateway process sends each a minimal "
                                    "request within seconds; the outcome shows in the 'last test' column.",

@@ -4,7 +4,7 @@ Django checks its connections at the start and the end of each request
 (``close_old_connections`` on ``request_started`` / ``request_finished``): one
 that broke (the database restarted) or outlived ``CONN_MAX_AGE`` is closed, and
 the next query opens a fresh one. The API paths run no such signals (see
-``gateway.api_handler``), and their database work happens on worker threads that
+``gateway.edge.handler``), and their database work happens on worker threads that
 each keep their own connection, so without this a thread went on using a dead
 connection after a PostgreSQL restart: wrong keys got 500 instead of 401 and
 ``/readyz`` stayed unavailable until the process was restarted. Each hop is
@@ -12,7 +12,7 @@ therefore one short "request" of its own: connections are checked before it
 (with ``CONN_HEALTH_CHECKS``, a reused one is pinged first) and closed after it
 when an error left them unusable or they are too old.
 
-The request-log writer's thread (``gateway.reqlog``) does the same around each
+The request-log writer's thread (``gateway.log.writer``) does the same around each
 batch with :func:`checked_connections`.
 """
 

@@ -90,13 +90,13 @@ class Account(UsageCounters):
     weight = models.PositiveIntegerField(default=1)
     last_used_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    # A test asked for in the admin, run in the background by a gateway process (gateway.prober).
+    # A test asked for in the admin, run in the background by a gateway process (gateway.background.prober).
     probe_requested_at = models.DateTimeField(null=True, blank=True, editable=False)
     probed_at = models.DateTimeField(null=True, blank=True, editable=False)
     probe_ok = models.BooleanField(null=True, editable=False)
     probe_summary = models.CharField(max_length=300, blank=True, default="", editable=False)
     # A pool-disabled account's next scheduled test (its rule's retest_after), queued by the pool's
-    # leader (gateway.poolhealth) when due; the interval doubles after each test that fails.
+    # leader (gateway.background.poolhealth) when due; the interval doubles after each test that fails.
     retest_at = models.DateTimeField("next test", null=True, blank=True, editable=False)
     retest_interval = models.FloatField(null=True, blank=True, editable=False, help_text="Seconds")
 
@@ -202,7 +202,7 @@ class DisableEvent(models.Model):
 
 
 class Lease(models.Model):
-    """Who runs a deployment-wide duty (gateway.lease): one row per duty, held until ``expires_at``."""
+    """Who runs a deployment-wide duty (gateway.background.lease): one row per duty, held until ``expires_at``."""
 
     name = models.CharField(max_length=50, primary_key=True)
     holder = models.CharField(max_length=200, blank=True, default="")
@@ -226,7 +226,7 @@ class RequestLog(models.Model):
     model_requested = models.CharField(max_length=200, blank=True, default="")
     model_sent = models.CharField(max_length=200, blank=True, default="")
     stream = models.BooleanField(default=False)
-    # "websocket": a turn of a /v1/responses websocket (gateway.responses_socket); else "http"
+    # "websocket": a turn of a /v1/responses websocket (gateway.endpoints.websocket); else "http"
     transport = models.CharField(max_length=10, default="http")
     status = models.IntegerField()
     error_class = models.CharField(max_length=60, blank=True, default="", choices=ErrorClass.choices)

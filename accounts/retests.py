@@ -3,7 +3,7 @@
 An account disabled by a rule with ``retest_after`` (``accounts.rules``) carries
 its next test time (``retest_at``) and the interval that led to it
 (``retest_interval``). When the time comes, the pool's leader
-(``gateway.poolhealth``) queues the test for the prober (``probe_requested_at``,
+(``gateway.background.poolhealth``) queues the test for the prober (``probe_requested_at``,
 the admin's Test action's own queue: one mechanism for both) and schedules the
 next one at twice the interval, up to a day: a test that succeeds puts the
 account back (``accounts.pool.enable_account``, which clears the schedule), one

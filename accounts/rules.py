@@ -9,7 +9,7 @@ reach these rules: they always move on without blaming the account.
 
 A rule that disables may say when the account is tested again (``retest_after``:
 seconds, or seconds by status as ``{"429": 600}``; absent or null: never, ops
-decide). The pool's leader (``gateway.poolhealth``) queues the test when it is
+decide). The pool's leader (``gateway.background.poolhealth``) queues the test when it is
 due; an account that answers is back in the pool. The defaults: a 429 without
 Retry-After every 10 minutes (rate limits of a minute or an hour are the common
 ones), a 402 every 6 hours (someone has to add credit), a 401 every hour (a key

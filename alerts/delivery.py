@@ -3,7 +3,7 @@
 Every process writes the alerts it noticed on the request path (a budget reached) to the outbox a
 tick later (:meth:`AlertWorker.note` only appends to a list: a request never waits on the
 database or a webhook for an alert). The process holding the ``alerts`` lease (the pool-health
-lease's mechanism, ``gateway.lease``) sends what is due: each POST bounded by a timeout, a
+lease's mechanism, ``gateway.background.lease``) sends what is due: each POST bounded by a timeout, a
 failure (no answer, not 2xx) tried again after a doubling wait, given up after
 :data:`MAX_ATTEMPTS`. A holder that stalls past its lease may send a delivery its successor
 sends too: at least once, in that rare case twice, never lost.

@@ -3,7 +3,7 @@
 Both run on every request of a key that has them, on the event loop, so their cost is a number
 of microseconds per request, measured here in a child process (Django configured per process)
 with the gateway's own objects: the Prometheus observer fed one finished request's record
-(``gateway.metrics.RequestMetrics.observe``, priced, two attempts), and a key's limits admitted
+(``gateway.log.metrics.RequestMetrics.observe``, priced, two attempts), and a key's limits admitted
 and settled (``gateway.limits.Limits``, in-process store) for a key with a rate limit, a daily
 token limit and four USD budgets, against a key with none. ``python -m bench`` relates them to
 the gateway's own CPU per request from the throughput section.
@@ -44,8 +44,8 @@ def configure() -> None:
 
 def metrics_us(rounds: int) -> float:
     from accounts.outcomes import Verdict
-    from gateway.logrecord import Attempt, LogRecord
-    from gateway.metrics import RequestMetrics
+    from gateway.log.metrics import RequestMetrics
+    from gateway.log.record import Attempt, LogRecord
 
     providers: dict[int, Any] = {1: SimpleNamespace(name="up", prices={"*": {"input": 0.25, "output": 2}})}
     m = RequestMetrics(lambda: providers)
@@ -62,7 +62,7 @@ def metrics_us(rounds: int) -> float:
 
 def limits_us(rounds: int) -> dict[str, float]:
     from gateway.limits import Limits
-    from gateway.logrecord import LogRecord
+    from gateway.log.record import LogRecord
     from gateway.state import KeyInfo
 
     prices = {"*": {"input": 0.25, "output": 2}}

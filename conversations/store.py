@@ -73,7 +73,7 @@ def save(entry: Entry) -> None:
 
 
 def save_many(entries: list[Entry]) -> None:
-    """Store these answers in one transaction (one commit for a group: gateway.conversation's saver).
+    """Store these answers in one transaction (one commit for a group: gateway.exchange.conversation's saver).
     The same id again (an upstream that repeats ids) replaces the row: the newer answer is the one the
     client holds."""
 

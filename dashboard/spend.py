@@ -4,7 +4,7 @@ minutes, an hour and a day (``TIERS``).
 ``add`` is a log-writer sink (``GATEWAY_LOG_SINKS``), run inside the writer's transaction once per batch:
 one ``INSERT … ON CONFLICT DO UPDATE`` per bucket row and tier adds the batch's counts to whatever is there, so any
 number of gateway processes can write the same bucket (``dashboard.rollup`` does the same per account).
-The cost is the one the writer priced the row at (``gateway.reqlog.request_cost``), in nano-dollars.
+The cost is the one the writer priced the row at (``gateway.log.writer.request_cost``), in nano-dollars.
 """
 
 from __future__ import annotations

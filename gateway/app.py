@@ -24,27 +24,27 @@ from django.db.models.signals import post_delete, post_save
 from django.utils.module_loading import import_string
 
 from accounts import pool as pool_state
-from alerts import delivery as alert_delivery
-from alerts.events import budget_reached
 from accounts.db import hop
 from accounts.models import Account, Provider
+from alerts import delivery as alert_delivery
+from alerts.events import budget_reached
 
-from . import conversation
+from .background.lease import Lease
+from .background.poolhealth import LEASE_NAME, PoolHealth
+from .background.prober import Prober
+from .edge.routes import RouteTable
+from .endpoints.models_list import ModelCatalog
+from .endpoints.sealing import Sealer
+from .exchange import conversation
+from .exchange.relay import OpenStreams
+from .exchange.upstream import UpstreamClient
 from .limits import Limits, UsdSpent
-from .models_list import ModelCatalog
-from .lease import Lease
-from .metrics import AccountsCollector, RequestMetrics
+from .log.knownsecrets import KnownSecrets
+from .log.metrics import AccountsCollector, RequestMetrics
+from .log.spool import Spool, for_database
+from .log.writer import LogWriter, Sink
 from .options import Options
-from .poolhealth import LEASE_NAME, PoolHealth
-from .prober import Prober
-from .knownsecrets import KnownSecrets
-from .logspool import Spool, for_database
-from .relay import OpenStreams
-from .reqlog import LogWriter, Sink
-from .routes import RouteTable
-from .sealing import Sealer
 from .state import SnapshotCache
-from .upstream import UpstreamClient
 
 log = logging.getLogger(__name__)
 

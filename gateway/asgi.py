@@ -1,7 +1,7 @@
-"""ASGI entry point: the app object built once, behind the edge (gateway.edge).
+"""ASGI entry point: the app object built once, behind the edge (gateway.edge.edge).
 
 Served by ``python -m gateway.serve`` (uvicorn, which drains on SIGTERM through
-``application.drain``) or by ``daphne gateway.asgi:application`` (where :mod:`gateway.daphne`
+``application.drain``) or by ``daphne gateway.asgi:application`` (where :mod:`gateway.edge.daphne`
 sets up the same drain and Twisted's request limits when the reactor starts).
 """
 
@@ -27,10 +27,10 @@ from django.conf import settings  # noqa: E402
 
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 
-from . import daphne  # noqa: E402
-from .api import api_routes  # noqa: E402
 from .app import build  # noqa: E402
-from .edge import Edge  # noqa: E402
+from .edge import daphne  # noqa: E402
+from .edge.api import api_routes  # noqa: E402
+from .edge.edge import Edge  # noqa: E402
 
 gateway = build(settings, api_routes())
 

@@ -43,7 +43,7 @@ class Options:
     alert_retry_seconds: float = 10.0
     alert_timeout: float = 10.0
     database_vendor: str = "sqlite"  # "sqlite" | "postgresql": which pool the app builds
-    # What compaction summaries are sealed with (gateway.sealing); kept out of any repr.
+    # What compaction summaries are sealed with (gateway.endpoints.sealing); kept out of any repr.
     sealing_key: str = dataclasses.field(default="", repr=False)
 
     @classmethod

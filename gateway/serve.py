@@ -8,7 +8,7 @@ Daphne and 2,529 on uvicorn. Daphne's HTTP parsing and writes go through
 Twisted in pure Python; httptools parses in C and uvloop runs the loop in C.
 Channels' websocket consumers run unchanged (uvicorn speaks ASGI websockets).
 
-SIGTERM or SIGINT drains first, as on Daphne (:mod:`gateway.daphne`; see :mod:`gateway.shutdown`):
+SIGTERM or SIGINT drains first, as on Daphne (:mod:`gateway.edge.daphne`; see :mod:`gateway.edge.drain`):
 new API requests get 503 and ``/readyz`` turns unavailable, open requests get
 ``GATEWAY_SHUTDOWN_GRACE`` seconds, streams still open then end in their
 client's protocol, the request log is flushed; only then does uvicorn stop.
@@ -43,7 +43,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 class HeadLimits:
     max_bytes: int
     timeout: float
-    routes: Any  # gateway.routes.RouteTable: the envelope of a refusal (None: plain text)
+    routes: Any  # gateway.edge.routes.RouteTable: the envelope of a refusal (None: plain text)
 
 
 class BoundedHeadProtocol(HttpToolsProtocol):
@@ -135,7 +135,7 @@ class BoundedHeadProtocol(HttpToolsProtocol):
         envelope = self.head.routes.envelope(path) if self.head.routes is not None else None
         body, kind = error_body(envelope, status, message, "invalid_request_error")
         self.transport.write(b"HTTP/1.1 %d %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n"
-                             b"x-content-type-options: nosniff\r\n"  # as on every answer (gateway.asgiwrite)
+                             b"x-content-type-options: nosniff\r\n"  # as on every answer (gateway.edge.asgiwrite)
                              b"connection: close\r\n\r\n" % (status, reason.encode(), kind.encode(), len(body))
                              + body)
         self.transport.close()

@@ -40,8 +40,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "gateway.security.security_headers",
-    "gateway.static.StaticFilesMiddleware",
+    "gateway.edge.security.security_headers",
+    "gateway.edge.static.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -162,9 +162,9 @@ GATEWAY_LOG_BATCH_SECONDS = env.float("GATEWAY_LOG_BATCH_SECONDS", default=1.0)
 GATEWAY_LOG_BODIES = env.bool("GATEWAY_LOG_BODIES", default=False)
 GATEWAY_LOG_BODY_LIMIT = env.int("GATEWAY_LOG_BODY_LIMIT", default=16384)
 # Each finished request's log record is also appended here at once, so a killed process loses no row
-# (gateway.logspool); one directory per database underneath. Empty: no spool.
+# (gateway.log.spool); one directory per database underneath. Empty: no spool.
 GATEWAY_LOG_SPOOL_DIR = env("GATEWAY_LOG_SPOOL_DIR", default=str(BASE_DIR / "var" / "log-spool"))
-# Called with each batch of request-log rows inside the writer's transaction (gateway.reqlog).
+# Called with each batch of request-log rows inside the writer's transaction (gateway.log.writer).
 GATEWAY_LOG_SINKS = ["dashboard.rollup.add", "dashboard.spend.add"]
 # What a client key spent in USD per slice since a time, for the floor under its USD budgets (gateway.limits): read
 # from the spend buckets that sink keeps (a month of a busy key is thousands of rows there, not millions in
@@ -173,9 +173,9 @@ GATEWAY_USD_SPENT = "dashboard.spend.spent_by_slice"
 # What each account of an admin list page used since a time (its "today" columns): read from the usage
 # buckets the log sink keeps. Empty: counted from the request log.
 GATEWAY_ACCOUNT_USAGE_SINCE = "dashboard.stats.used_since"
-# How often a gateway process looks for account tests ops asked for in the admin (gateway.prober).
+# How often a gateway process looks for account tests ops asked for in the admin (gateway.background.prober).
 GATEWAY_PROBE_INTERVAL = env.float("GATEWAY_PROBE_INTERVAL", default=5.0)
-# One gateway process at a time ends cool-downs and queues scheduled account tests (gateway.poolhealth):
+# One gateway process at a time ends cool-downs and queues scheduled account tests (gateway.background.poolhealth):
 # it holds a lease for this many seconds, renewing it every second; if it dies another takes over then.
 GATEWAY_LEASE_TTL = env.float("GATEWAY_LEASE_TTL", default=10.0)
 # How stale the request log's figure for a client key's token use may be (a floor under the
@@ -183,16 +183,16 @@ GATEWAY_LEASE_TTL = env.float("GATEWAY_LEASE_TTL", default=10.0)
 GATEWAY_TOKEN_USAGE_TTL = env.float("GATEWAY_TOKEN_USAGE_TTL", default=5.0)
 # A request with a token budget that sets no max_tokens reserves this many output tokens (gateway.limits).
 GATEWAY_RESERVE_OUTPUT_TOKENS = env.int("GATEWAY_RESERVE_OUTPUT_TOKENS", default=4096)
-# On SIGTERM, how long open requests may run on before their streams are ended (gateway.shutdown).
+# On SIGTERM, how long open requests may run on before their streams are ended (gateway.edge.drain).
 GATEWAY_SHUTDOWN_GRACE = env.float("GATEWAY_SHUTDOWN_GRACE", default=10.0)
-# Bodies of pages (admin, dashboard) are bounded before Django reads them (gateway.bodylimit); a form's
+# Bodies of pages (admin, dashboard) are bounded before Django reads them (gateway.edge.bodylimit); a form's
 # fields within Django's own default on top.
 GATEWAY_MAX_PAGE_BODY_BYTES = env.int("GATEWAY_MAX_PAGE_BODY_BYTES", default=10 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = min(GATEWAY_MAX_PAGE_BODY_BYTES, 2_621_440)
-# Seconds a request body may take, plus one for every 64 KB that arrives (gateway.bodylimit).
+# Seconds a request body may take, plus one for every 64 KB that arrives (gateway.edge.bodylimit).
 GATEWAY_BODY_TIMEOUT = env.float("GATEWAY_BODY_TIMEOUT", default=30.0)
 # The bearer token a Prometheus scrape of /metrics must send; empty (the default): /metrics answers 404.
-# With PROMETHEUS_MULTIPROC_DIR set (several processes), any process's /metrics sums them all (gateway.metrics).
+# With PROMETHEUS_MULTIPROC_DIR set (several processes), any process's /metrics sums them all (gateway.log.metrics).
 GATEWAY_METRICS_TOKEN = env("GATEWAY_METRICS_TOKEN", default="")
 # Alerts to webhooks (the alerts app): seconds before a failed delivery is tried again (then doubling,
 # up to an hour; 8 tries), and the most one POST may take.

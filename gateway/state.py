@@ -18,7 +18,7 @@ from accounts.prices import micro_dollars
 from accounts.refresh import Refresh
 from translation.ir import UpstreamCaps
 
-from .knownsecrets import KnownSecrets
+from .log.knownsecrets import KnownSecrets
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
 """Django's URLconf: the pages (admin, dashboard, ``/``). The API's paths are the route table's
-(``gateway.routes``), served by the API handler without Django's generic request machinery."""
+(``gateway.edge.routes``), served by the API handler without Django's generic request machinery."""
 
 from django.contrib import admin
 from django.urls import include, path
 
-from . import pages
+from .edge import pages
 
 urlpatterns = [
     path("", pages.root),

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from accounts.config_file import load_file
-from gateway.mockupstream import scenarios
-from gateway.routing import resolve
+from gateway.exchange.routing import resolve
 from gateway.state import _load
+from mockupstream import scenarios
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -50,7 +50,7 @@ def mentioned_paths() -> set[str]:
 def test_readme_points_only_inside_the_repository_at_what_is_there() -> None:
     files = tracked()
     paths = mentioned_paths()
-    assert "gateway/forwarding.py" in paths and "docs/DESIGN.md" in paths  # the scan sees README's paths
+    assert "gateway/exchange/forwarding.py" in paths and "docs/DESIGN.md" in paths  # the scan sees README's paths
     outside = sorted(p for p in paths if p.startswith(("../", "~", "/")))
     assert not outside, f"README points outside the repository: {outside}"
     missing = sorted(p for p in paths if p.rstrip("/") not in files

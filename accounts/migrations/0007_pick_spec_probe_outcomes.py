@@ -1,4 +1,4 @@
-"""Account test results (gateway.prober), the error classes as one vocabulary
+"""Account test results (gateway.background.prober), the error classes as one vocabulary
 (accounts.outcomes), and the PostgreSQL pick function rebuilt from its written spec
 (accounts.pickorder; the same function as 0003's, now generated from the spec)."""
 

@@ -1,4 +1,4 @@
-"""The lease of the deployment-wide duties: one gateway process at a time runs them (gateway.lease)."""
+"""The lease of the deployment-wide duties: one gateway process at a time runs them (gateway.background.lease)."""
 
 from django.db import migrations, models
 

@@ -24,7 +24,7 @@ from accounts.budgetwindows import DAY, WINDOWS, Window
 from accounts.db import DatabaseUnavailable, hop
 from accounts.prices import dollars, micro_dollars
 
-from ..logrecord import LogRecord, request_cost
+from ..log.record import LogRecord, request_cost
 from ..state import KeyInfo
 
 log = logging.getLogger(__name__)

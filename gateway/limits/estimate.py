@@ -1,6 +1,6 @@
 """How much a request reserves of its key's token budget before it is sent: input + the most it may answer.
 
-Input: Anthropic bodies through the count_tokens estimate (``gateway.tokens``,
+Input: Anthropic bodies through the count_tokens estimate (``gateway.limits.tokens``,
 which also prices images and PDFs by Anthropic's rules); Chat and Responses
 bodies at a quarter of their size in bytes, which counts JSON punctuation and
 base64 media too and so errs high, the safe side for a reservation. Output:
@@ -22,8 +22,8 @@ from accounts.prices import cost, micro_dollars
 from translation import ir
 
 from ..errors import NestingTooDeep
-from ..tokens import estimate_input_tokens
 from .budgets import USD, Budget
+from .tokens import estimate_input_tokens
 
 
 def input_tokens_of(client: str, body: dict[str, Any], body_bytes: int) -> int:

@@ -48,7 +48,7 @@ from .budgets import USD, Budget, LogUsage, UsdSpent, budgets_of
 from .store import Granted, LocalStore, RedisStore, SharedUnavailable, Store
 
 if TYPE_CHECKING:
-    from ..logrecord import LogRecord
+    from ..log.record import LogRecord
 
 T = TypeVar("T")
 

@@ -20,7 +20,7 @@ from django.utils import timezone
 from accounts import pool
 from accounts.models import Account, ApiKey, DisableEvent, ModelAlias, Provider, RequestLog
 from accounts.secrets import hash_client_key
-from gateway.mockupstream.server import ServerThread
+from mockupstream.server import ServerThread
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from accounts import events, pool
 from accounts.models import Account, DisableEvent, Provider
-from gateway.probe import ProbeOutcome
-from gateway.prober import record
+from gateway.background.probe import ProbeOutcome
+from gateway.background.prober import record
 from tests.accounts.pools import new_pool, picks
 
 pytestmark = pytest.mark.django_db(transaction=True)  # real commits, so on_commit callbacks really run

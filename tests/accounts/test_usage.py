@@ -12,8 +12,8 @@ from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Account, ApiKey, Provider, RequestLog
 from gateway.app import log_sinks
-from gateway.logrecord import Attempt
-from gateway.reqlog import LogRecord, LogWriter
+from gateway.log.record import Attempt
+from gateway.log.writer import LogRecord, LogWriter
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

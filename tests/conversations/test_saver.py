@@ -11,7 +11,7 @@ from asgiref.sync import sync_to_async
 
 from conversations import store
 from conversations.models import StoredResponse
-from gateway.conversation import Saver
+from gateway.exchange.conversation import Saver
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from accounts.models import Account, ApiKey, Provider
 from gateway.app import log_sinks
-from gateway import reqlog
+from gateway.log import writer as reqlog
 from tests.e2e.conftest import gateway, mock_upstream, pool  # noqa: F401 - fixtures shared with e2e
 
 PASSWORD = "staff-password-for-tests"

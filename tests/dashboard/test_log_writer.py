@@ -14,7 +14,7 @@ from django.test import override_settings
 
 from accounts.config_file import load
 from accounts.models import Account, RequestLog
-from gateway import reqlog
+from gateway.log import writer as reqlog
 from tests.e2e import clients
 from tests.e2e.conftest import CLIENT_KEY, pool_config
 from tests.servers import Server, database_url, start_gateway

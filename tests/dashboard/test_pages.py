@@ -12,9 +12,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts import pool
-from accounts.outcomes import Verdict
 from accounts.models import Account, DisableEvent, Provider, RequestLog
-from gateway import reqlog
+from accounts.outcomes import Verdict
+from gateway.log import writer as reqlog
 from tests.dashboard.conftest import make_account, make_key, record, write
 
 pytestmark = pytest.mark.django_db

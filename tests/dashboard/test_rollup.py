@@ -11,7 +11,7 @@ from django.db.models import Sum
 from accounts.models import RequestLog
 from dashboard import histogram, rollup, stats
 from dashboard.models import UsageBucket
-from gateway.reqlog import Attempt
+from gateway.log.writer import Attempt
 from tests.dashboard.conftest import make_account, record, write
 
 pytestmark = pytest.mark.django_db

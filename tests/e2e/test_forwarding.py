@@ -1,4 +1,4 @@
-"""What of the client's request reaches the upstream besides its body (gateway.forwarding).
+"""What of the client's request reaches the upstream besides its body (gateway.exchange.forwarding).
 
 Read from the scripted upstream's record of each request's headers, which never
 includes credentials of its own accord: what it shows is what the gateway sent.

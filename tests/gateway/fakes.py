@@ -29,20 +29,20 @@ import orjson
 from django.http import HttpResponseBase
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from accounts.models import Account, default_rules
 from accounts.db import DatabaseUnavailable
+from accounts.models import Account, default_rules
 from accounts.secrets import hash_client_key
-from gateway.api import api_routes
 from gateway.app import Gateway
-from gateway.dispatch import Exchange, dispatch
-from gateway.options import Options
-from gateway.poolhealth import PoolHealth
-from gateway.prober import Prober
+from gateway.background.poolhealth import PoolHealth
+from gateway.background.prober import Prober
+from gateway.edge.api import api_routes
+from gateway.exchange.dispatch import Exchange, dispatch
+from gateway.exchange.routing import Route
+from gateway.exchange.upstream import UpstreamClient, UpstreamResponse, UpstreamTarget
 from gateway.limits import Limits
-from gateway.reqlog import LogRecord, LogWriter
-from gateway.routing import Route
+from gateway.log.writer import LogRecord, LogWriter
+from gateway.options import Options
 from gateway.state import AliasInfo, KeyInfo, ProviderInfo, Snapshot, SnapshotCache
-from gateway.upstream import UpstreamClient, UpstreamResponse, UpstreamTarget
 from translation import registry
 from translation.ir import UpstreamCaps
 

@@ -9,7 +9,7 @@ import pytest
 from django.test import RequestFactory
 
 from accounts.secrets import hash_client_key
-from gateway.auth import authenticate
+from gateway.endpoints.auth import authenticate
 from gateway.errors import AuthenticationFailed
 from gateway.state import KeyInfo
 from tests.gateway.fakes import client_key, provider, snapshot

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.compaction import SUMMARY_PROMPT, expand, summary_request
+from gateway.endpoints.compaction import SUMMARY_PROMPT, expand, summary_request
+from gateway.endpoints.sealing import Sealer
 from gateway.errors import InvalidRequest
-from gateway.sealing import Sealer
 
 SEALER = Sealer("unit")
 

@@ -1,4 +1,4 @@
-"""``daphne gateway.asgi:application`` serves the gateway as ``gateway.serve`` does (``gateway.daphne``).
+"""``daphne gateway.asgi:application`` serves the gateway as ``gateway.serve`` does (``gateway.edge.daphne``).
 
 A handful of end-to-end checks on Daphne's own command line, in every ``make test``: a stream through
 the official SDK, the dashboard's live websocket, SIGTERM draining (an open stream ends in its

@@ -9,16 +9,36 @@ import orjson
 import pytest
 from django.utils import timezone
 
-from accounts.outcomes import ErrorClass, Verdict
 from accounts.db import DatabaseUnavailable
-from gateway.dispatch import dispatch
+from accounts.outcomes import ErrorClass, Verdict
 from gateway.errors import NoAccounts, Unavailable, UpstreamFailed, UpstreamUnavailable
+from gateway.exchange.dispatch import dispatch
 from gateway.options import Options
 from gateway.state import ProviderInfo
-from tests.gateway.fakes import (FakeUpstream, Reply, Rig, account, anthropic_body, body_of, chat_answer,
-                                 chat_body, chat_stream, chat_text, chunk, error_reply, events, exchange,
-                                 json_reply, provider, refused, rig, run, snapshot, sse_reply, stream_of)
-
+from tests.gateway.fakes import (
+    FakeUpstream,
+    Reply,
+    Rig,
+    account,
+    anthropic_body,
+    body_of,
+    chat_answer,
+    chat_body,
+    chat_stream,
+    chat_text,
+    chunk,
+    error_reply,
+    events,
+    exchange,
+    json_reply,
+    provider,
+    refused,
+    rig,
+    run,
+    snapshot,
+    sse_reply,
+    stream_of,
+)
 
 
 def three_accounts(script: dict[str, Reply], prov: ProviderInfo | None = None) -> tuple[Rig, ProviderInfo]:

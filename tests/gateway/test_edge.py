@@ -11,13 +11,34 @@ import orjson
 import pytest
 from django.http import HttpRequest, HttpResponse
 
-from gateway.edge import Edge
+from gateway.edge.api import api_routes
+from gateway.edge.edge import Edge
+from gateway.edge.routes import Route, RouteTable
 from gateway.options import Options
-from gateway.api import api_routes
-from gateway.routes import Route, RouteTable
-from tests.gateway.fakes import (Answer, Client, FakeUpstream, Reply, Rig, account, anthropic_body, asgi_call,
-                                 bearer, chat_answer, chat_body, chat_stream, chat_text, client_key, events,
-                                 json_reply, provider, rig, run, snapshot, sse, sse_reply)
+from tests.gateway.fakes import (
+    Answer,
+    Client,
+    FakeUpstream,
+    Reply,
+    Rig,
+    account,
+    anthropic_body,
+    asgi_call,
+    bearer,
+    chat_answer,
+    chat_body,
+    chat_stream,
+    chat_text,
+    client_key,
+    events,
+    json_reply,
+    provider,
+    rig,
+    run,
+    snapshot,
+    sse,
+    sse_reply,
+)
 
 KEY = "gw-edge-key"
 

@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from gateway.image_size import image_size
+from gateway.limits.image_size import image_size
 
 
 def b64(data: bytes) -> str:

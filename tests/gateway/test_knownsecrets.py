@@ -11,8 +11,8 @@ from accounts import secrets
 from accounts.config_file import load
 from accounts.models import Account
 from gateway.app import Gateway
-from gateway.routes import RouteTable
-from gateway.knownsecrets import KnownSecrets
+from gateway.edge.routes import RouteTable
+from gateway.log.knownsecrets import KnownSecrets
 from gateway.options import Options
 from gateway.state import SnapshotCache
 

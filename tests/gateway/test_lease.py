@@ -8,7 +8,7 @@ import time
 import pytest
 
 from accounts.models import Lease as LeaseRow
-from gateway.lease import Lease, process_name
+from gateway.background.lease import Lease, process_name
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,9 +13,9 @@ from django.conf import settings
 
 from accounts.models import RequestLog
 from gateway.app import log_sinks
-from gateway.logrecord import LogRecord
-from gateway.logspool import Spool
-from gateway.reqlog import LogWriter
+from gateway.log.record import LogRecord
+from gateway.log.spool import Spool
+from gateway.log.writer import LogWriter
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -127,7 +127,7 @@ def test_a_record_json_cannot_encode_plainly_still_round_trips(tmp_path: Path) -
 def test_a_priced_record_keeps_its_exact_cost_through_the_spool_line() -> None:
     from decimal import Decimal
 
-    from gateway.logrecord import from_line, to_line
+    from gateway.log.record import from_line, to_line
 
     rec = LogRecord(request_id="req_priced", client_protocol="openai_chat", status=200, cost=Decimal("0.00000123"))
     assert from_line(to_line(rec)).cost == Decimal("0.00000123")

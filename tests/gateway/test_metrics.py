@@ -9,10 +9,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from accounts.outcomes import ErrorClass, Verdict
-from gateway.logrecord import Attempt, LogRecord
-from gateway.metrics import RequestMetrics
-from tests.gateway.test_reqlog import logged_rows, make_account, make_key, make_provider, record, \
-    writer_without_thread
+from gateway.log.metrics import RequestMetrics
+from gateway.log.record import Attempt, LogRecord
+from tests.gateway.test_reqlog import logged_rows, make_account, make_key, make_provider, record, writer_without_thread
 
 PRICES = {"gpt-5-*": {"input": 0.25, "output": 2, "cached": 0.025}}
 LABELS = {"client_protocol": "openai_chat", "provider": "p", "model": "gpt-5-mini", "client_key": "k"}

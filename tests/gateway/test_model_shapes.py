@@ -6,9 +6,9 @@ from datetime import datetime
 
 import pytest
 
+from gateway.endpoints.model_shapes import anthropic_model, anthropic_page, codex_catalog, openai_model, wants_anthropic
+from gateway.endpoints.models_list import ModelEntry
 from gateway.errors import InvalidRequest
-from gateway.model_shapes import anthropic_model, anthropic_page, codex_catalog, openai_model, wants_anthropic
-from gateway.models_list import ModelEntry
 
 ENTRIES = [ModelEntry(f"m{i:02d}", "up") for i in range(7)]
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from gateway.mockupstream.server import ServerThread
-from gateway.models_list import ModelCatalog
+from gateway.endpoints.models_list import ModelCatalog
+from gateway.exchange.upstream import UpstreamClient
 from gateway.state import AliasInfo, ProviderInfo, Snapshot
-from gateway.upstream import UpstreamClient
+from mockupstream.server import ServerThread
 from translation.ir import UpstreamCaps
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from gateway.neterrors import NetworkFailure, client_message, failure_kind, trace_text
+from gateway.exchange.neterrors import NetworkFailure, client_message, failure_kind, trace_text
 from tests.servers import free_port
 
 

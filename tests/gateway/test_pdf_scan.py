@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import zlib
 
-from gateway.pdf_scan import scan_pdf
+from gateway.limits.pdf_scan import scan_pdf
 from tests.tokenizer.samples import pdf
 
 

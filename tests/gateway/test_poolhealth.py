@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from accounts import pool
 from accounts.models import Account, DisableEvent
-from gateway.lease import Lease
-from gateway.poolhealth import PoolHealth
+from gateway.background.lease import Lease
+from gateway.background.poolhealth import PoolHealth
 from tests.accounts.pools import make_pool
 
 pytestmark = pytest.mark.django_db(transaction=True)

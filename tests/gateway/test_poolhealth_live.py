@@ -29,8 +29,8 @@ from accounts import pool
 from accounts.config_file import load
 from accounts.models import Account, DisableEvent
 from accounts.rules import DEFAULT_RULES
-from gateway.lease import Lease
-from gateway.poolhealth import LEASE_NAME
+from gateway.background.lease import Lease
+from gateway.background.poolhealth import LEASE_NAME
 from tests.e2e import clients
 from tests.e2e.conftest import CLIENT_KEY, pool_config
 from tests.servers import Server, database_url, start_gateway, start_mock

@@ -12,10 +12,10 @@ import pytest
 
 from accounts import pool
 from accounts.models import Account, DisableEvent, ModelAlias, Provider
-from gateway.mockupstream.server import ServerThread
-from gateway.prober import BATCH, Prober, claim, probe_model
+from gateway.background.prober import BATCH, Prober, claim, probe_model
+from gateway.exchange.upstream import UpstreamClient
 from gateway.state import SnapshotCache
-from gateway.upstream import UpstreamClient
+from mockupstream.server import ServerThread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -155,8 +155,8 @@ def test_a_scheduled_test_puts_back_an_account_that_answers_again_and_reschedule
         upstream: ServerThread) -> None:
     from django.utils import timezone
 
-    from gateway.lease import Lease
-    from gateway.poolhealth import PoolHealth
+    from gateway.background.lease import Lease
+    from gateway.background.poolhealth import PoolHealth
 
     healed = account(upstream, "anthropic", "sk-fail-401-healed-c0de", "healed")
     still_bad = account(upstream, "anthropic", "sk-fail-401-still-bad-beef", "still-bad")
@@ -183,8 +183,8 @@ def test_a_scheduled_test_puts_back_an_account_that_answers_again_and_reschedule
 def test_an_account_disabled_by_hand_is_never_tested_on_a_schedule(upstream: ServerThread) -> None:
     from django.utils import timezone
 
-    from gateway.lease import Lease
-    from gateway.poolhealth import PoolHealth
+    from gateway.background.lease import Lease
+    from gateway.background.poolhealth import PoolHealth
 
     acc = account(upstream, "openai_chat", "sk-probe-good-by-hand", "by-hand")
     pool.disable_account(acc.pk, rule="auth_invalid", tier="auth_invalid", status_code=401, excerpt="",

@@ -8,10 +8,27 @@ from typing import Any
 
 import orjson
 
+from gateway.exchange.relay import TIMEOUT, Batch, Decoding, OpenStreams, Tapping, UpstreamStream, read_until_content
 from gateway.options import Options
-from gateway.relay import TIMEOUT, Batch, Decoding, OpenStreams, Tapping, UpstreamStream, read_until_content
-from tests.gateway.fakes import (FakeResponse, FakeUpstream, Reply, account, chat_body, chat_stream, chat_text,
-                                 chunk, events, exchange, provider, rig, run, snapshot, sse, sse_reply, stream_of)
+from tests.gateway.fakes import (
+    FakeResponse,
+    FakeUpstream,
+    Reply,
+    account,
+    chat_body,
+    chat_stream,
+    chat_text,
+    chunk,
+    events,
+    exchange,
+    provider,
+    rig,
+    run,
+    snapshot,
+    sse,
+    sse_reply,
+    stream_of,
+)
 from translation import ir, registry
 
 CHAT = registry.get("openai_chat")

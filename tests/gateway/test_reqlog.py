@@ -15,7 +15,7 @@ from accounts.models import Account, ApiKey, Provider, RequestLog
 from dashboard.models import UsageBucket
 from dashboard.rollup import bucket_of
 from gateway.app import log_sinks
-from gateway.reqlog import Attempt, LogRecord, LogWriter, _attempts_json
+from gateway.log.writer import Attempt, LogRecord, LogWriter, _attempts_json
 
 PRICES = {"gpt-5-mini": {"input": 0.25, "output": 2, "cached": 0.025}}
 ONE_REQUEST = Decimal("0.000405")  # 800 × 0.25 + 200 × 0.025 + 100 × 2, per million

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gateway.logrecord import TRANSPORT_META
-from gateway.responses_socket import Chain, error_frame, turn_request
+from gateway.endpoints.websocket import Chain, error_frame, turn_request
 from gateway.errors import UpstreamFailed
+from gateway.log.record import TRANSPORT_META
 
 
 def user(text: str) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gateway.errors import ModelNotFound, PermissionDenied
-from gateway.routing import check_allowed, may_use, pattern_matches, resolve, vendor_prefixed
+from gateway.exchange.routing import check_allowed, may_use, pattern_matches, resolve, vendor_prefixed
 from gateway.state import AliasInfo, KeyInfo, ProviderInfo, Snapshot
 from translation.ir import UpstreamCaps
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import base64
 
+from gateway.endpoints.sealing import Sealer, ours
 from gateway.options import Options
-from gateway.sealing import Sealer, ours
 
 SUMMARY = "The user is fixing the parser in src/parse.py; tests 3 and 4 still fail. Ünïcode ok."
 

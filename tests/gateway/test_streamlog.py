@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 import string
 
-from gateway.reqlog import LogWriter
-from gateway.streamlog import NOTE, SpelledText, kept_stream
+from gateway.log.streamlog import NOTE, SpelledText, kept_stream
+from gateway.log.writer import LogWriter
 from translation import ir
 
 KEY = "sk-" + "proj-" + "".join(random.Random(5).choices(string.ascii_letters + string.digits, k=40))

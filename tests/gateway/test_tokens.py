@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway import tokens
-from gateway.tokens import estimate_input_tokens
+from gateway.limits import tokens
+from gateway.limits.tokens import estimate_input_tokens
 from tests.tokenizer import claude
 from tests.tokenizer import samples as S
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from gateway.exchange.upstream import NETWORK_ERRORS, UpstreamClient, UpstreamTarget
 from gateway.state import ProviderInfo
-from gateway.upstream import NETWORK_ERRORS, UpstreamClient, UpstreamTarget
 from translation.ir import UpstreamCaps
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

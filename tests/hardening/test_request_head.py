@@ -1,7 +1,7 @@
 """The request line and headers are bounded in size and in time, on either server.
 
 uvicorn (``gateway.serve``) answers 431 and 408 in the caller's error envelope. Daphne applies
-Twisted's own limits at the gateway's values (``gateway.daphne``): past the size a bare 400, after
+Twisted's own limits at the gateway's values (``gateway.edge.daphne``): past the size a bare 400, after
 the time the connection closed without an answer. Either way the rest is not read and the
 connection is closed. (``GATEWAY_TEST_SERVER=daphne`` runs these on Daphne.)
 """

@@ -17,7 +17,7 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=9300, help="port to listen on (default 9300)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from gateway.mockupstream.server import run
+        from mockupstream.server import run
 
         host, port = options["host"], options["port"]
         self.stdout.write(f"Mock upstream listening on http://{host}:{port}/v1 (Ctrl-C to stop)")

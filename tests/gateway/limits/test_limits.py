@@ -10,7 +10,7 @@ import pytest
 
 from gateway.errors import RateLimited
 from gateway.limits import Budget, Limits
-from gateway.reqlog import LogRecord
+from gateway.log.writer import LogRecord
 from gateway.state import KeyInfo
 from tests.servers import free_port
 

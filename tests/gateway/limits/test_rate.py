@@ -7,13 +7,25 @@ import asyncio
 
 import orjson
 
-from gateway.edge import Edge
+from gateway.edge.edge import Edge
 from gateway.errors import RateLimited
-from gateway.options import Options
 from gateway.limits import Limits
+from gateway.options import Options
 from gateway.state import KeyInfo
-from tests.gateway.fakes import (Answer, FakeUpstream, account, asgi_call, bearer, chat_answer, chat_body, client_key,
-                                 json_reply, provider, rig, snapshot)
+from tests.gateway.fakes import (
+    Answer,
+    FakeUpstream,
+    account,
+    asgi_call,
+    bearer,
+    chat_answer,
+    chat_body,
+    client_key,
+    json_reply,
+    provider,
+    rig,
+    snapshot,
+)
 
 
 class Clock:

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from accounts.budgetwindows import DAY
 from gateway.errors import RateLimited
 from gateway.limits import Budget, Limits, request_estimate
 from gateway.limits.budgets import USD
-from accounts.budgetwindows import DAY
-from gateway.reqlog import LogRecord
+from gateway.log.writer import LogRecord
 from gateway.state import KeyInfo
 from translation import registry
 

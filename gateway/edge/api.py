@@ -1,0 +1,32 @@
+"""The API's route table: which view serves which path, in which protocol's envelope.
+
+Kept apart from the table's machinery (``gateway.edge.routes``) so that the app object, which holds a
+table, never imports the views, which take the app object.
+"""
+
+from __future__ import annotations
+
+from ..endpoints import stored, views
+from ..endpoints import websocket as responses_socket
+from .routes import Route, RouteTable
+
+POST, GET = frozenset({"POST"}), frozenset({"GET", "HEAD"})
+GET_DELETE = GET | {"DELETE"}
+
+
+def api_routes() -> RouteTable:
+    return RouteTable([
+        Route("/v1/chat/completions", views.chat_completions, "openai_chat", POST),
+        Route("/v1/messages", views.messages, "anthropic", POST),
+        Route("/v1/messages/count_tokens", views.count_tokens, "anthropic", POST),
+        Route("/v1/responses", views.responses, "responses", POST, socket=responses_socket.serve),
+        Route("/v1/responses/compact", views.responses_compact, "responses", POST),
+        Route("/v1/responses/{response_id}", stored.response, "responses", GET_DELETE),
+        Route("/v1/responses/{response_id}/input_items", stored.input_items, "responses", GET),
+        Route("/v1/responses/{response_id}/cancel", stored.cancel, "responses", POST),
+        Route("/v1/models", views.models, "openai_chat", GET),
+        Route("/v1/models/{model_id...}", views.model, "openai_chat", GET),
+        Route("/healthz", views.healthz, None, GET, served_when_stopping=True),
+        Route("/readyz", views.readyz, None, GET),
+        Route("/metrics", views.metrics, None, GET),
+    ])

@@ -1,0 +1,290 @@
+"""The API surface. Views are thin: each step is a named function elsewhere.
+
+Each view takes the app object (``gateway.app.Gateway``) and Django's request; the
+route table (``gateway.edge.routes``) says which view serves which path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from django.db import connection
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from accounts.db import DatabaseUnavailable, hop
+from accounts.outcomes import ErrorClass
+from translation import ir, registry, sse
+from translation.ids import new_id
+from translation.protocol import ProtocolModule
+
+from ..app import Gateway
+from ..edge.responses import error_response, json_response
+from ..errors import (
+    AuthenticationFailed,
+    GatewayError,
+    InvalidRequest,
+    ModelNotFound,
+    NestingTooDeep,
+    status_of,
+    unavailable,
+)
+from ..exchange import conversation
+from ..exchange.dispatch import Exchange, dispatch
+from ..exchange.routing import check_allowed, may_use, resolve, shown
+from ..limits import request_estimate
+from ..log.record import TRANSPORT_META, LogRecord
+from ..state import KeyInfo
+from . import compaction, model_shapes
+from .auth import authenticate
+from .count_tokens import count_input_tokens
+from .models_list import entry_for
+
+log = logging.getLogger(__name__)
+
+
+def json_object(raw: bytes | str, what: str) -> dict[str, Any]:
+    """``raw`` read as a JSON object, else a 400 naming ``what`` ("request body", a websocket "message")."""
+
+    try:
+        body = sse.loads(raw)
+    except ValueError as exc:
+        raise InvalidRequest(f"The {what} is not valid JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise InvalidRequest(f"The {what} must be a JSON object")
+    return body
+
+
+def parse_body(request: HttpRequest) -> Any:
+    raw = request.body
+    if not raw.strip():
+        raise InvalidRequest("The request body is empty; send a JSON object")
+    body = json_object(raw, "request body")
+    # orjson reads 1024 levels of nesting but writes only 254, and fields the upstream never sees are
+    # still echoed into answers (a Responses text.format schema): too deep, it broke the answer midway.
+    # Only a body with more brackets than that can be too deep, so nearly every body costs a count.
+    if raw.count(b"[") + raw.count(b"{") > 254:
+        try:
+            sse.dumps(body)
+        except TypeError as exc:
+            raise NestingTooDeep from exc
+    return body
+
+
+def parse_request(proto: ProtocolModule, body: Any) -> ir.Request:
+    try:
+        return proto.parse_request(body)
+    except ir.InvalidRequest as exc:
+        raise InvalidRequest(exc.message, exc.param) from exc
+
+
+def _log_rejected(gw: Gateway, proto: ProtocolModule, key: KeyInfo | None, body: Any, err: GatewayError,
+                  transport: str) -> None:
+    """The row of a request refused before dispatch. A refused key is logged as no key at all: what
+    was presented is never stored, whether a typo of a real key or a guess."""
+
+    model = body.get("model") if isinstance(body, dict) else None
+    gw.log.submit(LogRecord(
+        request_id=new_id("req_"), client_protocol=proto.NAME, client_key_id=key.id if key else None,
+        client_key_name=key.name if key else "", model_requested=model if isinstance(model, str) else "",
+        stream=bool(isinstance(body, dict) and body.get("stream") is True),
+        status=status_of(err), error_class=err.error_class, transport=transport,
+    ))
+
+
+Serve = Callable[[Gateway, Exchange], Awaitable[HttpResponseBase]]
+
+
+async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_api_key: bool,
+                   stateful: bool = False, serve: Serve = dispatch) -> HttpResponseBase:
+    """``stateful``: the protocol keeps conversations (Responses: ``previous_response_id``, ``store``)."""
+
+    proto = registry.get(proto_name)
+    key: KeyInfo | None = None
+    body: Any = None
+    ex: Exchange | None = None
+    try:
+        snap = await gw.config.get()
+        key = await authenticate(request, snap, allow_x_api_key, gw.config.find_key)
+        await gw.limits.check_rate(key)
+        body = parse_body(request)
+        if stateful:
+            conversation.refuse_background(body)
+        previous = await conversation.previous_of(body, key) if stateful else None
+        ireq = parse_request(proto, body)
+        check_allowed(key, ireq.model)  # before routing: a name the key may not use is not looked up
+        route = resolve(ireq.model, snap)
+        if previous is not None:  # the conversation as the routed provider may be sent it
+            ireq = parse_request(proto, previous.expanded(body, route.provider.id))
+        ex = Exchange(new_id("req_"), proto, key, body, ireq, route, request.headers,
+                      request.META.get("QUERY_STRING", ""), previous, stateful and conversation.keeps(body))
+        prices = route.provider.prices
+        if TRANSPORT_META in request.META:
+            ex.record.transport = request.META[TRANSPORT_META]
+        ex.hold = await gw.limits.admit(key, ex.request_id, request_estimate(
+            proto.NAME, body, ireq, len(request.body), gw.options.reserve_output_tokens, prices,
+            route.upstream_model), prices)
+        ex.record.request_body = gw.log.keep_body(request.body)
+        return await serve(gw, ex)
+    except (GatewayError, DatabaseUnavailable) as exc:
+        err = exc if isinstance(exc, GatewayError) else unavailable(exc)
+        if ex is not None:
+            ex.record.status, ex.record.error_class = status_of(err), err.error_class
+            ex.record.latency_ms = ex.elapsed_ms()
+            gw.log.submit(ex.record)
+        elif key is not None or isinstance(err, AuthenticationFailed):
+            _log_rejected(gw, proto, key, body, err, request.META.get(TRANSPORT_META, "http"))
+        return error_response(proto.NAME, err)
+    except asyncio.CancelledError:
+        # The client hung up (or the gateway is stopping) before the answer: the request keeps its row.
+        if ex is not None:
+            ex.record.status, ex.record.error_class = 499, ErrorClass.CLIENT_DISCONNECTED
+            ex.record.latency_ms = ex.elapsed_ms()
+            gw.log.submit(ex.record)
+        raise
+    except Exception:
+        log.exception("unexpected failure serving %s", request.path)
+        failure = GatewayError("The gateway failed to serve this request; it has been logged")
+        if ex is not None:
+            ex.record.status, ex.record.error_class = 500, ErrorClass.INTERNAL
+            gw.log.submit(ex.record)
+        return error_response(proto.NAME, failure)
+    finally:
+        if ex is not None:
+            ex.settle()  # every ending but a stream's (its writer took the hold and settles it at its end)
+
+
+async def chat_completions(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
+    return await api_call(gw, request, "openai_chat", allow_x_api_key=False)
+
+
+async def messages(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
+    return await api_call(gw, request, "anthropic", allow_x_api_key=True)
+
+
+async def responses(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
+    return await api_call(gw, request, "responses", allow_x_api_key=False, stateful=True,
+                          serve=_serve_responses)
+
+
+async def responses_compact(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
+    return await api_call(gw, request, "responses", allow_x_api_key=False, stateful=True, serve=_serve_compact)
+
+
+def _written_out(ex: Exchange) -> dict[str, Any]:
+    """The client's body with the conversation ``previous_response_id`` names written out, for an
+    upstream that does not keep conversations (the sealed compaction items in it are opened later)."""
+
+    return ex.previous.expanded(ex.body, ex.route.provider.id) if ex.previous is not None else ex.body
+
+
+async def _serve_responses(gw: Gateway, ex: Exchange) -> HttpResponseBase:
+    """A Responses upstream reads compaction items and triggers itself; for any other the gateway
+    answers the trigger and opens the items it sealed (``gateway.endpoints.compaction``)."""
+
+    if ex.passthrough:
+        return await dispatch(gw, ex)
+    if compaction.wants_compaction(ex.body):
+        item, usage = await compaction.summarise(gw, ex, parse_request, _written_out(ex))
+        return compaction.trigger_answer(ex, item, usage)
+    expanded = compaction.expand(_written_out(ex), gw.sealer)
+    if expanded is not None:
+        ex.request = parse_request(ex.client, expanded)
+    return await dispatch(gw, ex)
+
+
+async def _serve_compact(gw: Gateway, ex: Exchange) -> HttpResponseBase:
+    if ex.passthrough:
+        ex.upstream_path = compaction.COMPACT_PATH
+        return await dispatch(gw, ex)
+    item, usage = await compaction.summarise(gw, ex, parse_request, _written_out(ex))
+    return json_response(compaction.compacted(ex.body, item, usage))
+
+
+async def count_tokens(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
+    try:
+        snap = await gw.config.get()
+        key = await authenticate(request, snap, True, gw.config.find_key)
+        await gw.limits.check_rate(key)
+        return await count_input_tokens(gw, parse_body(request), key, snap, request.headers,
+                                        request.META.get("QUERY_STRING", ""))
+    except GatewayError as err:
+        return error_response("anthropic", err)
+
+
+async def models(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
+    """The models this key can use, in the caller's shape (``gateway.endpoints.model_shapes``)."""
+
+    anthropic = model_shapes.wants_anthropic(request.META)
+    try:
+        snap = await gw.config.get()
+        key = await authenticate(request, snap, True, gw.config.find_key)
+        entries = await gw.models.entries(snap, lambda model: may_use(key, model))
+        if anthropic:
+            return json_response(model_shapes.anthropic_page(entries, request.GET))
+        if model_shapes.wants_codex(request.GET):
+            return json_response(model_shapes.codex_catalog(entries))
+        return json_response(model_shapes.openai_list(entries))
+    except GatewayError as err:
+        return error_response("anthropic" if anthropic else "openai_chat", err)
+
+
+async def model(gw: Gateway, request: HttpRequest, model_id: str) -> HttpResponseBase:
+    """One model this key can use, in the caller's shape; 404 for one it cannot or the gateway does not route."""
+
+    anthropic = model_shapes.wants_anthropic(request.META)
+    try:
+        snap = await gw.config.get()
+        key = await authenticate(request, snap, True, gw.config.find_key)
+        entry = entry_for(model_id, snap) if may_use(key, model_id) else None
+        if entry is None:
+            raise ModelNotFound(f"The model '{shown(model_id)}' does not exist or is not available to this key",
+                                param="model")
+        return json_response(model_shapes.anthropic_model(entry) if anthropic else model_shapes.openai_model(entry))
+    except GatewayError as err:
+        return error_response("anthropic" if anthropic else "openai_chat", err)
+
+
+async def metrics(gw: Gateway, request: HttpRequest) -> HttpResponse:
+    """The Prometheus scrape (``gateway.log.metrics``): 404 while no token is set, 401 without it."""
+
+    token = gw.options.metrics_token
+    if not token:
+        return HttpResponse(b"Not found\n", status=404, content_type="text/plain")
+    scheme, _, sent = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(sent.strip().encode(), token.encode()):
+        refused = HttpResponse(b"Unauthorized\n", status=401, content_type="text/plain")
+        refused["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return refused
+    try:
+        body = await hop(gw.metrics.exposition, gw.metrics_collectors)
+    except DatabaseUnavailable:
+        body = gw.metrics.exposition()  # this process's figures still; the accounts wait for the database
+    return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)
+
+
+async def healthz(gw: Gateway, request: HttpRequest) -> HttpResponse:
+    return json_response({"status": "ok"})
+
+
+def _db_ok() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        row: tuple[object, ...] | None = cursor.fetchone()
+        return row == (1,)
+
+
+READY_TIMEOUT = 2.0  # a load balancer's probe must get its answer, not wait on a database that hangs
+
+
+async def readyz(gw: Gateway, request: HttpRequest) -> HttpResponse:
+    try:
+        async with asyncio.timeout(READY_TIMEOUT):
+            ok = await hop(_db_ok)
+    except Exception as exc:  # noqa: BLE001 - any database failure means not ready
+        return json_response({"status": "unavailable", "database": type(exc).__name__}, 503)
+    return json_response({"status": "ok" if ok else "unavailable"}, 200 if ok else 503)

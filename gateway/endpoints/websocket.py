@@ -1,0 +1,261 @@
+"""Responses over a websocket (Codex's ``supports_websockets``): ``response.create`` messages in, the
+events of the SSE stream out, each event's JSON as one text frame; several turns on one socket.
+
+A turn is an ordinary request to the route's view (``gateway.endpoints.views.responses``), built as Django's
+request from the handshake's headers and the message's fields: authentication, limits, the pool,
+retries before the first event and the request-log row are the HTTP path's, and this module only
+turns the view's answer into frames — an SSE body event by event, an error answer into an
+``error`` frame carrying the HTTP status it would have had (which is how Codex reads it). The HTTP
+path does no extra work for this.
+
+Like OpenAI's websocket mode, the socket remembers its last completed response: a
+``response.create`` naming it in ``previous_response_id`` sends only the new input items, and the
+gateway sends the upstream the whole conversation (that response's input and output, then the new
+items), so chaining works on any upstream and with ``store: false``. A ``previous_response_id``
+the socket does not know goes to the view as it came. ``generate: false`` (Codex's warm-up)
+answers at once with an empty completed response, whose id the next turn continues; no upstream
+is called. docs/websocket.md describes the protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+from collections.abc import Mapping
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.core.handlers.asgi import ASGIRequest
+from django.http import HttpRequest, HttpResponseBase
+
+from accounts.db import DatabaseUnavailable
+from translation import sse
+from translation.ids import new_id
+from translation.protocol import EncodeContext
+from translation.responses.envelope import response_object
+from translation.sse import SSEEvent, SSEParser
+
+from ..edge.responses import EventStream
+from ..errors import GatewayError, InvalidRequest, render, status_of, unavailable
+from ..log.record import TRANSPORT_META
+from .auth import authenticate
+from .views import json_object
+
+if TYPE_CHECKING:
+    from ..app import Gateway
+    from ..edge.routes import Route, View
+
+log = logging.getLogger(__name__)
+
+PROTOCOL = "responses"
+# Close codes say the HTTP status they stand for (4401 a refused key, 4503 no database): 1008 and
+# 1013 would say less and Daphne lets an application close only with 1000 or 3000-4999.
+CLOSE_STATUS_BASE = 4000
+WEBSOCKET_BETA = "responses_websockets"  # OpenAI-Beta token of the transport, not of the request
+
+
+async def serve(gw: Gateway, route: Route, scope: Any, receive: Any, send: Any) -> None:
+    """The route table's websocket entry for /v1/responses: one consumer per connection."""
+
+    await ResponsesSocket(gw, route.view)(scope, receive, send)
+
+
+class _Gone(Exception):
+    """The client's socket closed under a frame."""
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The socket's last completed response, which the next ``response.create`` may continue."""
+
+    response_id: str
+    input: list[Any]  # the whole input its request had
+    output: list[Any]  # its output items
+
+    def continued(self, body: dict[str, Any]) -> dict[str, Any]:
+        if body.get("previous_response_id") != self.response_id:
+            return body
+        body = {k: v for k, v in body.items() if k != "previous_response_id"}
+        body["input"] = [*self.input, *self.output, *input_items(body.get("input"))]
+        return body
+
+
+def input_items(value: Any) -> list[Any]:
+    """A request's ``input`` as a list of items (a string is one user message)."""
+
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": value}]}]
+    return list(value) if isinstance(value, list) else [value]
+
+
+def error_frame(err: GatewayError) -> str:
+    body, _ = render(PROTOCOL, err)
+    return _error_frame(status_of(err), body, err.headers)
+
+
+def _error_frame(status: int, body: bytes, headers: dict[str, str]) -> str:
+    try:
+        error = sse.loads(body).get("error")
+    except (ValueError, AttributeError):
+        error = None
+    frame: dict[str, Any] = {"type": "error", "status": status,
+                             "error": error if isinstance(error, dict) else {"message": body.decode("utf-8", "replace")}}
+    if headers:
+        frame["headers"] = {k.lower(): v for k, v in headers.items()}
+    return sse.dumps(frame)
+
+
+def turn_request(scope: Mapping[str, object], body: bytes) -> HttpRequest:
+    """Django's request for one turn: the handshake's headers (less the transport's beta) and ``body``."""
+
+    headers = []
+    handshake: list[tuple[bytes, bytes]] = scope.get("headers", [])  # type: ignore[assignment]
+    for name, value in handshake:
+        if name.lower() == b"openai-beta":
+            kept = [v for v in value.split(b",") if not v.strip().decode("latin1").startswith(WEBSOCKET_BETA)]
+            if not kept:
+                continue
+            value = b",".join(kept)
+        headers.append((name, value))
+    request = ASGIRequest({**scope, "type": "http", "method": "POST", "headers": headers}, io.BytesIO(body))
+    request._body = body  # as gateway.edge.handler does: read within the API's own limit, here the message's
+    request.META[TRANSPORT_META] = "websocket"
+    return request
+
+
+class ResponsesSocket(AsyncWebsocketConsumer):
+    # No channel layer: nothing is sent to these sockets from elsewhere, and with Redis each
+    # connection would otherwise hold a blocking read on it.
+    channel_layer_alias = "responses-sockets-use-no-layer"
+
+    def __init__(self, gateway: Gateway, view: View) -> None:
+        super().__init__()
+        self.gateway = gateway
+        self.view = view
+        self.chain: Chain | None = None
+        self.turn: asyncio.Task[None] | None = None
+
+    async def connect(self) -> None:
+        try:
+            snap = await self.gateway.config.get()
+            await authenticate(turn_request(self.scope, b""), snap, False, self.gateway.config.find_key)
+        except (GatewayError, DatabaseUnavailable) as exc:
+            err = exc if isinstance(exc, GatewayError) else unavailable(exc)
+            # Accepted to say why: a refused handshake reaches most clients as a bare 403.
+            await self.accept()
+            await self.send(text_data=error_frame(err))
+            await self.close(CLOSE_STATUS_BASE + status_of(err))
+            return
+        await self.accept()
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        raw = text_data if text_data is not None else (bytes_data or b"").decode("utf-8", "replace")
+        try:
+            message = self._message(raw)
+        except GatewayError as err:
+            await self.send(text_data=error_frame(err))
+            return
+        if message is None:
+            return
+        if self.turn is not None and not self.turn.done():
+            await self.send(text_data=error_frame(InvalidRequest(
+                "A response is already in progress on this socket; send the next response.create after it ends")))
+            return
+        self.turn = asyncio.create_task(self._turn(message))
+
+    async def disconnect(self, code: int) -> None:
+        turn = self.turn
+        if turn is not None and not turn.done():
+            turn.cancel()  # the client left: the upstream request goes too, and the row says 499
+            try:
+                await turn
+            except asyncio.CancelledError:
+                pass
+
+    def _message(self, raw: str) -> dict[str, Any] | None:
+        if len(raw) > self.gateway.options.max_body_bytes:
+            raise InvalidRequest(f"The message exceeds {self.gateway.options.max_body_bytes} bytes")
+        message = json_object(raw, "message")
+        kind = message.get("type")
+        if kind == "response.processed":  # Codex's acknowledgement of a finished turn: nothing to do
+            return None
+        if kind != "response.create":
+            raise InvalidRequest(f"Unsupported message type {str(kind)[:100]!r}; send 'response.create'",
+                                 param="type")
+        body = {k: v for k, v in message.items() if k != "type"}
+        body["stream"] = True  # a socket's answer is always the event stream
+        return body
+
+    async def _turn(self, body: dict[str, Any]) -> None:
+        try:
+            if body.get("generate") is False:
+                return await self._warm_up(body)
+            if self.chain is not None:
+                body = self.chain.continued(body)
+            response = await self.view(self.gateway, turn_request(self.scope, sse.dumps(body).encode()))
+            await self._answer(response, body)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("websocket turn failed")
+            await self._send_quietly(error_frame(GatewayError("The gateway failed to serve this request; "
+                                                              "it has been logged")))
+
+    async def _warm_up(self, body: dict[str, Any]) -> None:
+        model = body.get("model")
+        ctx = EncodeContext(model=model if isinstance(model, str) else "", body=body)
+        response = response_object(ctx, new_id("resp_"), "completed", [],
+                                   usage={"input_tokens": 0, "output_tokens": 0, "total_tokens": 0})
+        self.chain = Chain(response["id"], input_items(body.get("input")), [])
+        for kind in ("response.created", "response.completed"):
+            await self.send(text_data=sse.dumps({"type": kind, "response": response}))
+
+    async def _answer(self, response: HttpResponseBase, body: dict[str, Any]) -> None:
+        if not isinstance(response, EventStream):
+            content: bytes = response.content  # type: ignore[attr-defined]
+            if response.status_code >= 400:
+                headers = {"retry-after": response["Retry-After"]} if response.has_header("Retry-After") else {}
+                await self.send(text_data=_error_frame(response.status_code, content, headers))
+            else:  # a stream was asked for; should a JSON answer come all the same, it is the completed event
+                await self.send(text_data=sse.dumps({"type": "response.completed", "response": sse.loads(content)}))
+            return
+        parser = SSEParser()
+        # The view's own generator, not the wrapper __aiter__ puts around it: a cancellation thrown
+        # into the wrapper would leave it suspended, to be closed as if it had ended.
+        async with aclosing(response.events) as parts:
+            async for part in parts:
+                try:
+                    for event in parser.feed(bytes(part)):
+                        await self._event(event, body)
+                except (_Gone, asyncio.CancelledError):
+                    # The client left while a frame was going out, not while the stream waited on the
+                    # upstream: the stream hears it as it would have there (the upstream request goes,
+                    # the row says the client left), not as a plain close.
+                    await parts.athrow(asyncio.CancelledError())
+        for event in parser.finish():
+            await self._event(event, body)
+
+    async def _event(self, event: SSEEvent, body: dict[str, Any]) -> None:
+        data = event.data
+        if not data or data == "[DONE]":
+            return
+        try:
+            await self.send(text_data=data)
+        except Exception as exc:  # noqa: BLE001 - each server says "the socket is closed" its own way
+            raise _Gone from exc
+        if event.event == "response.completed" or (event.event is None and '"response.completed"' in data[:80]):
+            completed = sse.loads(data).get("response") or {}
+            output = completed.get("output")
+            if isinstance(completed.get("id"), str) and isinstance(output, list):
+                self.chain = Chain(completed["id"], input_items(body.get("input")), output)
+
+    async def _send_quietly(self, text: str) -> None:
+        try:
+            await self.send(text_data=text)
+        except Exception:  # noqa: BLE001 - the socket is gone; there is no one left to tell
+            pass

@@ -1,0 +1,176 @@
+"""Prometheus metrics: per-request figures read off the request-log record, account states at scrape time.
+
+:class:`RequestMetrics` is a request-log observer (``gateway.log.writer.LogWriter``): each finished
+request's :class:`~gateway.log.record.LogRecord` is counted once, when it is submitted, so no view
+or dispatch step carries a metric call. The label children of each (protocol, provider, model,
+client key name) are looked up once and kept, so that counting a record is a handful of
+increments (measured below). Client keys appear by their name, never the key.
+
+A model name is a label only once the request was routed to a provider (an alias matched): an
+unrouted name is whatever a client sent, and every distinct one would be a new time series.
+
+Several processes (``PROMETHEUS_MULTIPROC_DIR`` set) keep their values in that directory through
+prometheus_client's multi-process mode and a scrape of any process sums them all. Account
+states are not counted per process: :class:`AccountsCollector` reads them from the database at
+each scrape (one grouped query), so every process answers the same.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from django.db import DatabaseError
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
+
+from .record import request_cost
+
+if TYPE_CHECKING:
+    from accounts.outcomes import Verdict
+
+    from ..state import ProviderInfo
+    from .record import LogRecord
+
+log = logging.getLogger(__name__)
+
+# Measured with timeit (2 shared cores): one successful record, label children cached, took 6 µs
+# (no price, one attempt) to 12 µs (priced: Decimal arithmetic; two attempts); in multi-process mode,
+# where each value is an mmap'd file, 12 to 17 µs. Looking the children up each time cost 19 µs.
+
+LABELS = ("client_protocol", "provider", "model", "client_key")
+UNROUTED = "(unrouted)"  # the model label of a request no provider took (see the module's docstring)
+MAX_LABEL = 120
+# LLM answers take seconds to minutes; Prometheus's default buckets stop at 10 s.
+LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300)
+TTFB_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+TOKEN_KINDS = ("input", "output", "cached", "reasoning")
+
+
+def multiprocess_dir() -> str:
+    """The shared directory of multi-process mode, "" when each process counts alone."""
+
+    return os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
+
+
+class RequestMetrics:
+    """The per-request metrics of one process, fed by the request-log writer's observer hook.
+
+    ``providers``: the configuration's providers by id as the app has them now (names and prices).
+    """
+
+    def __init__(self, providers: Callable[[], Mapping[int, ProviderInfo]]) -> None:
+        self._providers = providers
+        # Our own registry, not prometheus_client's global one: a test builds as many apps as it likes.
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter("gateway_requests", "Requests finished", LABELS, registry=r)
+        self.errors = Counter("gateway_errors", "Requests that failed, by error class",
+                              (*LABELS, "error_class"), registry=r)
+        self.latency = Histogram("gateway_request_duration_seconds", "Time from request to the answer's end",
+                                 LABELS, buckets=LATENCY_BUCKETS, registry=r)
+        self.ttfb = Histogram("gateway_time_to_first_byte_seconds", "Time from request to the first byte sent",
+                              LABELS, buckets=TTFB_BUCKETS, registry=r)
+        self.tokens = Counter("gateway_tokens", "Tokens of finished requests, by kind", (*LABELS, "kind"),
+                              registry=r)
+        self.cost = Counter("gateway_cost_usd", "What successful requests cost (USD), by the provider's prices",
+                            LABELS, registry=r)
+        self.attempts = Counter("gateway_upstream_attempts", "Upstream attempts, by verdict",
+                                (*LABELS, "verdict"), registry=r)
+        self._children: dict[tuple[str, ...], _Children] = {}
+
+    def observe(self, record: LogRecord) -> None:
+        provider = self._providers().get(record.provider_id) if record.provider_id is not None else None
+        labels = (record.client_protocol, provider.name if provider else "",
+                  record.model_requested[:MAX_LABEL] if provider else UNROUTED, record.client_key_name[:MAX_LABEL])
+        c = self._children.get(labels)
+        if c is None:
+            c = self._children[labels] = _Children(self, labels)
+        c.requests.inc()
+        if record.error_class:
+            self.errors.labels(*labels, record.error_class.value).inc()
+        c.latency.observe(record.latency_ms / 1000)
+        if record.ttfb_ms is not None:
+            c.ttfb.observe(record.ttfb_ms / 1000)
+        for child, n in zip(c.tokens, (record.input_tokens, record.output_tokens, record.cached_tokens,
+                                       record.reasoning_tokens)):
+            if n:
+                child.inc(n)
+        if provider is not None and provider.prices:
+            usd = request_cost(record, provider.prices)  # the log's own rule: answered requests only
+            if usd:
+                c.cost.inc(float(usd))
+        for attempt in record.attempts:
+            verdict = c.attempts.get(attempt.verdict)
+            if verdict is None:
+                verdict = c.attempts[attempt.verdict] = self.attempts.labels(*labels, attempt.verdict.value)
+            verdict.inc()
+
+
+    def exposition(self, collectors: tuple[Collector, ...] = ()) -> bytes:
+        """The text a scrape gets: this process's metrics (all processes' in multi-process mode) and
+        ``collectors`` (read now; synchronous: run it through ``hop`` when one reads the database)."""
+
+        shared = multiprocess_dir()
+        if shared:
+            registry = CollectorRegistry()
+            MultiProcessCollector(registry, shared)  # type: ignore[no-untyped-call]  # untyped __init__
+        else:
+            registry = self.registry
+        scrape = CollectorRegistry()
+        scrape.register(_Joined(registry, collectors))
+        return generate_latest(scrape)
+
+
+class _Children:
+    """One label set's metric children, looked up once (``labels()`` takes a lock and builds a key)."""
+
+    __slots__ = ("requests", "latency", "ttfb", "tokens", "cost", "attempts")
+
+    def __init__(self, m: RequestMetrics, labels: tuple[str, ...]) -> None:
+        self.requests = m.requests.labels(*labels)
+        self.latency = m.latency.labels(*labels)
+        self.ttfb = m.ttfb.labels(*labels)
+        self.tokens = tuple(m.tokens.labels(*labels, kind) for kind in TOKEN_KINDS)
+        self.cost = m.cost.labels(*labels)
+        self.attempts: dict[Verdict, Counter] = {}  # by verdict, as they come
+
+
+class _Joined(Collector):
+    def __init__(self, registry: CollectorRegistry, collectors: tuple[Collector, ...]) -> None:
+        self._registry = registry
+        self._collectors = collectors
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._registry.collect()
+        for collector in self._collectors:
+            yield from collector.collect()
+
+
+class AccountsCollector(Collector):
+    """Accounts by status per provider, read from the database at scrape time (two small queries)."""
+
+    def collect(self) -> Iterator[Metric]:
+        from django.db.models import Count
+
+        from accounts.models import Account, Provider
+
+        try:
+            names = dict(Provider.objects.values_list("pk", "name"))
+            counts = list(Account.objects.values_list("provider_id", "status").annotate(n=Count("pk")).order_by())
+        except DatabaseError as exc:  # the rest of the scrape is still worth having
+            log.warning("accounts metric not read: %s", type(exc).__name__)
+            return
+        family = GaugeMetricFamily("gateway_accounts", "Accounts by status, per provider",
+                                   labels=("provider", "status"))
+        # Every status of every provider, zeros included: "no active account" is what one alerts on.
+        table = {(pk, status): 0 for pk in names for status, _ in Account.STATUS_CHOICES}
+        for provider_id, status, n in counts:
+            table[(provider_id, status)] = n
+        for (pk, status), n in sorted(table.items()):
+            family.add_metric((names.get(pk, str(pk)), status), n)
+        yield family
