@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from decimal import Decimal
 
+from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
@@ -115,21 +116,10 @@ class Account(UsageCounters):
         return secrets.decrypt(self.secret_encrypted)
 
 
-class ApiKey(UsageCounters):
-    """A client key. Only its hash is stored; the plain key is shown once."""
+class UsdBudgets(models.Model):
+    """USD budgets over rolling windows, shared by client keys and teams."""
 
-    name = models.CharField(max_length=100, unique=True)
-    key_hash = models.CharField(max_length=64, unique=True, editable=False)
-    key_hint = models.CharField(max_length=20, editable=False, default="")
-    allowed_models = models.JSONField(default=list, blank=True, help_text="Glob patterns; empty allows all")
-    active = models.BooleanField(default=True)
-    rate_limit_per_minute = models.PositiveIntegerField(null=True, blank=True)
-    daily_token_limit = models.BigIntegerField(null=True, blank=True, help_text=(
-        "Input + output tokens in any 24 hours, across gateway processes (a rolling window counted in "
-        "half-hour slices: it reaches back up to 24.5 hours); empty: no limit"))
-    max_concurrent_requests = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Requests in flight at once, across gateway processes; empty: no cap")
-    # USD this key may spend in a rolling window (the last 5 hours, 24 hours, 7 days, 30 days, each up to
+    # USD this key (or team, across its keys) may spend in a rolling window (the last 5 hours, 24 hours, 7 days, 30 days, each up to
     # one slice longer: accounts.budgetwindows), across gateway processes; priced by the providers' price
     # tables. Empty: no budget.
     usd_budget_5h = models.DecimalField(
@@ -144,15 +134,56 @@ class ApiKey(UsageCounters):
     usd_budget_month = models.DecimalField(
         "USD budget per 30 days", max_digits=14, decimal_places=6, null=True, blank=True,
         validators=[MinValueValidator(0)], help_text="In any 30 days (rolling; up to 12 hours more)")
-    created_at = models.DateTimeField(auto_now_add=True)
 
     USD_BUDGETS = ("usd_budget_5h", "usd_budget_day", "usd_budget_week", "usd_budget_month")
 
+    class Meta:
+        abstract = True
+
     def usd_budget_limits(self) -> list[tuple[str, Decimal]]:
-        """(window name in ``accounts.budgetwindows``, limit in USD) for each USD budget the key has."""
+        """(window name in ``accounts.budgetwindows``, limit in USD) for each USD budget set."""
 
         return [(name.removeprefix("usd_budget_"), getattr(self, name)) for name in self.USD_BUDGETS
                 if getattr(self, name) is not None]
+
+
+class Team(UsdBudgets):
+    """A group of client keys (and of signed-in developers' keys) with budgets and allowed models of
+    its own, which apply across all of its keys on top of each key's own."""
+
+    name = models.CharField(max_length=100, unique=True)
+    allowed_models = models.JSONField(default=list, blank=True,
+                                      help_text="Glob patterns its keys may use; empty allows all")
+    # The identity provider's group whose members sign in as developers of this team (empty: none).
+    idp_group = models.CharField("identity provider group", max_length=200, blank=True, default="")
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ApiKey(UsageCounters, UsdBudgets):
+    """A client key. Only its hash is stored; the plain key is shown once.
+
+    A key with a ``user`` is that developer's own identity: the bearer tokens they get by signing in
+    act as this key (its limits, budgets, team and request-log attribution)."""
+
+    name = models.CharField(max_length=100, unique=True)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    key_hint = models.CharField(max_length=20, editable=False, default="")
+    allowed_models = models.JSONField(default=list, blank=True, help_text="Glob patterns; empty allows all")
+    active = models.BooleanField(default=True)
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="keys")
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
+                                related_name="client_key", help_text="The developer this key stands for")
+    rate_limit_per_minute = models.PositiveIntegerField(null=True, blank=True)
+    daily_token_limit = models.BigIntegerField(null=True, blank=True, help_text=(
+        "Input + output tokens in any 24 hours, across gateway processes (a rolling window counted in "
+        "half-hour slices: it reaches back up to 24.5 hours); empty: no limit"))
+    max_concurrent_requests = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Requests in flight at once, across gateway processes; empty: no cap")
+    created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
         return self.name

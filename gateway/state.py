@@ -51,6 +51,8 @@ class KeyInfo:
     max_concurrent_requests: int | None = None
     # (window name as in accounts.budgetwindows, limit in micro-dollars) for each USD budget the key has
     usd_budgets: tuple[tuple[str, int], ...] = ()
+    team_id: int | None = None  # accounts.Team: budgets and allowed models shared across its keys
+    user_id: int | None = None  # the signed-in developer this key stands for (their bearers act as it)
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ def _load() -> Snapshot:
 def key_info(k: Any) -> KeyInfo:
     usd = tuple((window, micro_dollars(limit)) for window, limit in k.usd_budget_limits())
     return KeyInfo(k.pk, k.name, tuple(k.allowed_models or ()), k.rate_limit_per_minute, k.daily_token_limit,
-                   k.max_concurrent_requests, usd)
+                   k.max_concurrent_requests, usd, team_id=k.team_id, user_id=k.user_id)
 
 
 
