@@ -287,6 +287,9 @@ class Usage:
     output_tokens: int | None = None
     cached_tokens: int | None = None  # cache reads, a subset of input_tokens
     cache_creation_tokens: int | None = None  # a subset of input_tokens
+    # Of the cache writes, those kept for an hour (Anthropic's ``ttl: "1h"``, priced apart); the rest
+    # are the default five-minute writes.
+    cache_creation_1h_tokens: int | None = None
     reasoning_tokens: int | None = None  # a subset of output_tokens
     type: Literal["usage"] = "usage"
 
@@ -298,6 +301,7 @@ class Usage:
             output_tokens=_pick(other.output_tokens, self.output_tokens),
             cached_tokens=_pick(other.cached_tokens, self.cached_tokens),
             cache_creation_tokens=_pick(other.cache_creation_tokens, self.cache_creation_tokens),
+            cache_creation_1h_tokens=_pick(other.cache_creation_1h_tokens, self.cache_creation_1h_tokens),
             reasoning_tokens=_pick(other.reasoning_tokens, self.reasoning_tokens),
         )
 

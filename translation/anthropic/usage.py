@@ -31,6 +31,11 @@ def merge_wire(old: dict[str, int], new: Any) -> dict[str, int]:
         value = _int(new.get(name))
         if value is not None:
             out[name] = value
+    split = new.get("cache_creation")  # {"ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens"}
+    if isinstance(split, dict):
+        hour = _int(split.get("ephemeral_1h_input_tokens"))
+        if hour is not None:
+            out["ephemeral_1h_input_tokens"] = hour
     details = new.get("output_tokens_details")
     if isinstance(details, dict):
         thinking = _int(details.get("thinking_tokens"))
@@ -59,6 +64,7 @@ def totals_to_ir(fields: dict[str, int]) -> ir.Usage:
         output_tokens=fields.get("output_tokens"),
         cached_tokens=cached,
         cache_creation_tokens=creation,
+        cache_creation_1h_tokens=fields.get("ephemeral_1h_input_tokens"),
         reasoning_tokens=fields.get("thinking_tokens"),
     )
 
@@ -75,6 +81,9 @@ def from_ir(usage: ir.Usage | None) -> dict[str, Any]:
         "cache_creation_input_tokens": creation,
         "cache_read_input_tokens": cached,
     }
+    if usage.cache_creation_1h_tokens is not None:
+        hour = min(usage.cache_creation_1h_tokens, creation)
+        out["cache_creation"] = {"ephemeral_5m_input_tokens": creation - hour, "ephemeral_1h_input_tokens": hour}
     if usage.reasoning_tokens is not None:
         out["output_tokens_details"] = {"thinking_tokens": usage.reasoning_tokens}
     return out

@@ -153,7 +153,9 @@ def test_server_blocks_of_every_kind_keep_their_raw_shape() -> None:
 
 def test_usage_with_cache_fields() -> None:
     resp = folded("anthropic-text.chunks.txt")
-    assert resp.usage == ir.Usage(input_tokens=12, output_tokens=30, cached_tokens=0, cache_creation_tokens=0)
+    # The recording's usage carries cache_creation {ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0}.
+    assert resp.usage == ir.Usage(input_tokens=12, output_tokens=30, cached_tokens=0, cache_creation_tokens=0,
+                                  cache_creation_1h_tokens=0)
     assert resp.blocks[0].text.startswith("Hello! I'm doing well, thank you for asking.")
 
 

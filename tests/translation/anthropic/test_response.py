@@ -35,7 +35,8 @@ def test_parses_recorded_text_response() -> None:
     assert [b.kind for b in resp.blocks] == ["text"]
     assert resp.blocks[0].text.startswith("Hello! I'm doing well, thanks for asking.")
     assert resp.finish == ir.Finish(ir.FinishReason.STOP, raw="end_turn")
-    assert resp.usage == ir.Usage(input_tokens=12, output_tokens=29, cached_tokens=0, cache_creation_tokens=0)
+    assert resp.usage == ir.Usage(input_tokens=12, output_tokens=29, cached_tokens=0, cache_creation_tokens=0,
+                                  cache_creation_1h_tokens=0)
 
 
 def test_parses_recorded_refusal_without_content() -> None:

@@ -49,3 +49,12 @@ def test_render_reports_reasoning_tokens_as_thinking_tokens() -> None:
 def test_round_trip_keeps_every_field() -> None:
     u = ir.Usage(input_tokens=300, output_tokens=20, cached_tokens=100, cache_creation_tokens=50, reasoning_tokens=8)
     assert usage.to_ir(usage.from_ir(u)) == u
+
+
+def test_cache_writes_kept_an_hour_are_read_apart_from_five_minute_ones() -> None:
+    wire = {"input_tokens": 10, "output_tokens": 3, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 900,
+            "cache_creation": {"ephemeral_5m_input_tokens": 300, "ephemeral_1h_input_tokens": 600}}
+    got = usage.to_ir(wire)
+    assert (got.input_tokens, got.cache_creation_tokens, got.cache_creation_1h_tokens) == (910, 900, 600)
+    assert usage.from_ir(got)["cache_creation"] == {"ephemeral_5m_input_tokens": 300, "ephemeral_1h_input_tokens": 600}
+    assert "cache_creation" not in usage.from_ir(ir.Usage(input_tokens=5, cache_creation_tokens=5))
