@@ -137,7 +137,7 @@ def test_profile_summary_counts_self_time_at_the_leaf() -> None:
                  "main (/x/site-packages/daphne/server.py:1);dumps (/x/site-packages/orjson/__init__.py:2) 10\n")
     summary = profile.summarise(collapsed)
     assert summary["samples"] == 40
-    assert summary["top_self"][0] == {"frame": "view (gateway/endpoints/views.py)", "samples": 30, "pct": 75.0}
+    assert summary["top_self"][0] == {"frame": "view (gateway/views.py)", "samples": 30, "pct": 75.0}
     assert {row["frame"]: row["samples"] for row in summary["self_by_package"]} == {"gateway": 30, "orjson": 10}
 
 

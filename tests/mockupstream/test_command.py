@@ -13,7 +13,7 @@ import httpx
 
 from .clients import anthropic_client
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 KEY = "sk-mock-strict-test-5c2e"
-CAPTURE = Path(__file__).resolve().parents[2] / "fixtures" / "clients" / "claude-code-2.1.197.json"
+CAPTURE = Path(__file__).resolve().parents[1] / "fixtures" / "clients" / "claude-code-2.1.197.json"
 BASE = {"model": "mock-text", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
 
 # Each beta-only field Claude Code 2.1.197 sends, with the beta that unlocks it and the path the error names.
