@@ -47,13 +47,17 @@ STEP = 1024 * 1024  # decoded a megabyte at a time, so that a bomb is caught bef
 MIN_RATE = 64 * 1024  # bytes a second that earn a slow body more time
 
 
-class _Refused(Exception):
+class Refused(Exception):
+    """A body refused before any application saw it: the status, the message and the error type."""
+
     def __init__(self, status: int, message: str, error_type: str) -> None:
         super().__init__(message)
         self.status, self.message, self.error_type = status, message, error_type
 
 
 class BodyLimit:
+    """The limit as an ASGI wrapper, for Django's pages; the API handler calls :func:`read_body` itself."""
+
     def __init__(self, app: App, routes: RouteTable, limit: int, timeout: float) -> None:
         self.app = app
         self.routes = routes
@@ -64,66 +68,75 @@ class BodyLimit:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         try:
-            body = await self._read(scope, receive)
-            if body is None:
-                return  # the client left
-            encoding = _header(scope, b"content-encoding")
-            if encoding and self.routes.envelope(scope["path"]) is not None:
-                body = _decoded(body, encoding, self.limit)
-                scope = {**scope, "headers": [(k, v) for k, v in scope["headers"]
-                                              if k not in (b"content-encoding", b"content-length")]}
-        except _Refused as refusal:
-            return await self._refuse(scope, receive, send, refusal)
+            body = await read_body(scope, receive, self.limit, self.timeout)
+        except Refused as refusal:
+            return await refuse(send, receive, self.routes, scope["path"], refusal)
+        if body is None:
+            return  # the client left
         await self.app(scope, _replay(body, receive), send)
 
-    async def _read(self, scope: Scope, receive: Receive) -> bytes | None:
-        declared = _header(scope, b"content-length")
-        if declared is not None:
-            try:
-                if int(declared) > self.limit:
-                    raise _too_large(self.limit)
-            except ValueError:
-                pass
-        chunks: list[bytes] = []
-        size = 0
-        started = time.monotonic()
-        while True:
-            left = started + self.timeout + size / MIN_RATE - time.monotonic()
-            try:
-                async with asyncio.timeout(max(left, 0.0)):
+
+async def read_body(scope: Scope, receive: Receive, limit: int, timeout: float,
+                    decode: bool = False) -> bytes | None:
+    """The whole body within ``limit`` bytes and the time; None when the client left first.
+
+    ``decode``: a body with a ``Content-Encoding`` is decoded within the same limit (the API's)."""
+
+    declared = _header(scope, b"content-length")
+    if declared is not None:
+        try:
+            if int(declared) > limit:
+                raise _too_large(limit)
+        except ValueError:
+            pass
+    chunks: list[bytes] = []
+    size = 0
+    started = time.monotonic()
+    while True:
+        left = started + timeout + size / MIN_RATE - time.monotonic()
+        try:
+            async with asyncio.timeout(max(left, 0.0)):
+                message = await receive()
+        except TimeoutError:
+            raise Refused(408, "The request body did not arrive in time", "request_timeout") from None
+        if message["type"] != "http.request":
+            return None
+        part = message.get("body", b"")
+        size += len(part)
+        if size > limit:
+            raise _too_large(limit)
+        chunks.append(part)
+        if not message.get("more_body", False):
+            body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            if decode:
+                encoding = _header(scope, b"content-encoding")
+                if encoding:
+                    body = _decoded(body, encoding, limit)
+            return body
+
+
+async def refuse(send: Any, receive: Receive, routes: RouteTable, path: str, refusal: Refused) -> None:
+    """The refusal in the path's envelope; after a 413, what the client still sends is read and dropped."""
+
+    await send_error(send, routes, path, refusal.status, refusal.message, refusal.error_type,
+                     [(b"access-control-allow-origin", b"*"), (b"connection", b"close")], more_body=True)
+    if refusal.status == 413:
+        # The answer is out; what the client still sends is dropped before the connection closes.
+        drained = 0
+        try:
+            async with asyncio.timeout(DRAIN_SECONDS):
+                while drained < DRAIN_BYTES:
                     message = await receive()
-            except TimeoutError:
-                raise _Refused(408, "The request body did not arrive in time", "request_timeout") from None
-            if message["type"] != "http.request":
-                return None
-            body = message.get("body", b"")
-            size += len(body)
-            if size > self.limit:
-                raise _too_large(self.limit)
-            chunks.append(body)
-            if not message.get("more_body", False):
-                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
-    async def _refuse(self, scope: Scope, receive: Receive, send: Any, refusal: _Refused) -> None:
-        await send_error(send, self.routes, scope["path"], refusal.status, refusal.message, refusal.error_type,
-                         [(b"access-control-allow-origin", b"*"), (b"connection", b"close")], more_body=True)
-        if refusal.status == 413:
-            # The answer is out; what the client still sends is dropped before the connection closes.
-            drained = 0
-            try:
-                async with asyncio.timeout(DRAIN_SECONDS):
-                    while drained < DRAIN_BYTES:
-                        message = await receive()
-                        drained += len(message.get("body", b""))
-                        if not message.get("more_body", False):
-                            break
-            except TimeoutError:
-                pass
-        await send({"type": "http.response.body", "body": b""})
+                    drained += len(message.get("body", b""))
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            pass
+    await send({"type": "http.response.body", "body": b""})
 
 
-def _too_large(limit: int) -> _Refused:
-    return _Refused(413, f"The request body exceeds the limit of {limit} bytes", "request_too_large")
+def _too_large(limit: int) -> Refused:
+    return Refused(413, f"The request body exceeds the limit of {limit} bytes", "request_too_large")
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -173,14 +186,14 @@ def _decoded(body: bytes, encoding: str, limit: int) -> bytes:
                         pieces.append(piece)
                 out = b"".join(pieces)
             else:
-                raise _Refused(415, f"Content-Encoding {coding!r} is not supported; send gzip, deflate, zstd "
+                raise Refused(415, f"Content-Encoding {coding!r} is not supported; send gzip, deflate, zstd "
                                     "or an uncompressed body", "invalid_request_error")
         except (zlib.error, ValueError) as exc:
-            raise _Refused(400, f"The request body is not valid {coding}", "invalid_request_error") from exc
+            raise Refused(400, f"The request body is not valid {coding}", "invalid_request_error") from exc
         except Exception as exc:  # noqa: BLE001 - zstandard.ZstdError and kin: a broken body
-            if isinstance(exc, _Refused):
+            if isinstance(exc, Refused):
                 raise
-            raise _Refused(400, f"The request body is not valid {coding}", "invalid_request_error") from exc
+            raise Refused(400, f"The request body is not valid {coding}", "invalid_request_error") from exc
         body = out
     return body
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -29,32 +29,25 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Scope = dict[str, Any]
-App = Callable[[Scope, Any, Any], Awaitable[None]]  # an ASGI application
 LAST_WORDS_SECONDS = 2.0  # for aborted streams to write their ending, then for cut requests to log
 
 
 class Drain:
-    """ASGI wrapper of the API paths that knows the requests in flight and can wind them down."""
+    """Knows the API requests in flight and can wind them down; the API handler enters each request
+    with the callback that hangs it up (its view is cancelled, and logs the request as cut)."""
 
-    def __init__(self, app: App, gateway: Gateway) -> None:
-        self.app = app
+    def __init__(self, gateway: Gateway) -> None:
         self.gw = gateway
         self.stopping = False
-        self.calls: set[asyncio.Future[None]] = set()  # one "hang up" per API request in flight
+        self.calls: set[Call] = set()
 
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        path = scope["path"]
-        if self.stopping and self.gw.routes.refused_when_stopping(path):
-            return await self._unavailable(path, send)
-        if self.gw.routes.envelope(path) is None:  # health checks: nothing to wind down
-            return await self.app(scope, receive, send)
-        hang_up: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.calls.add(hang_up)
-        try:
-            await self.app(scope, _until(hang_up, receive), send)
-        finally:
-            self.calls.discard(hang_up)
+    def enter(self, hang_up: Callable[[], None]) -> Call:
+        call = Call(hang_up)
+        self.calls.add(call)
+        return call
+
+    def leave(self, call: Call) -> None:
+        self.calls.discard(call)
 
     async def stop(self, grace: float) -> None:
         self.stopping = True
@@ -63,15 +56,14 @@ class Drain:
         if self.calls:
             self.gw.streams.abort_all("The gateway is shutting down; send the request again")
             await self._settle(LAST_WORDS_SECONDS)
-        for hang_up in self.calls:
-            if not hang_up.done():
-                hang_up.set_result(None)
+        for call in list(self.calls):
+            call.hang_up()
         await self._settle(LAST_WORDS_SECONDS)
         if self.calls:
             log.warning("stopping with %d request(s) still open", len(self.calls))
         await self.gw.aclose()
 
-    async def _unavailable(self, path: str, send: Any) -> None:
+    async def unavailable(self, path: str, send: Any) -> None:
         headers = [(b"retry-after", b"1"), (b"connection", b"close")]
         if self.gw.routes.envelope(path) is None:  # /readyz: out of the load balancer
             await send_answer(send, 503, orjson.dumps({"status": "stopping"}), "application/json", headers)
@@ -87,44 +79,10 @@ class Drain:
             await asyncio.sleep(0.05)
 
 
-def _until(hang_up: asyncio.Future[None], receive: Any) -> Any:
-    """``receive``, answering ``http.disconnect`` as soon as ``hang_up`` is done.
+class Call:
+    """One API request in flight."""
 
-    The request body is read straight through (it is there already, or on its way);
-    only a wait after it (a view listening for the client to leave) can be cut short.
-    """
+    __slots__ = ("hang_up",)
 
-    body_read = False
-
-    async def guarded_receive() -> dict[str, Any]:
-        nonlocal body_read
-        if hang_up.done():
-            return {"type": "http.disconnect"}
-        if not body_read:
-            message: dict[str, Any] = await receive()
-            body_read = message["type"] != "http.request" or not message.get("more_body", False)
-            return message
-        waiting = asyncio.ensure_future(receive())
-
-        def cut(_: asyncio.Future[None]) -> None:
-            waiting.cancel()
-
-        hang_up.add_done_callback(cut)
-        try:
-            return await waiting  # type: ignore[no-any-return]
-        except asyncio.CancelledError:
-            if hang_up.done() and waiting.cancelled() and not _cancelling():
-                return {"type": "http.disconnect"}
-            raise
-        finally:
-            hang_up.remove_done_callback(cut)
-
-    return guarded_receive
-
-
-def _cancelling() -> bool:
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
-
-
-
+    def __init__(self, hang_up: Callable[[], None]) -> None:
+        self.hang_up = hang_up

@@ -2,12 +2,11 @@
 
 Websockets on an API path go to the route's websocket handler (the route
 table's ``socket``; refused where it has none), others to the dashboard's
-consumers; HTTP goes to the API handler when the route table
-(``gateway.edge.routes``) says the path is the API's, else to Django's full stack
-(admin, dashboard, static files). The API paths pass the
-drain (a stopping gateway refuses new requests and winds down the open ones)
-and the body limit first. Every layer reads the one route table and answers
-errors through one renderer (``gateway.errors.error_body``).
+consumers; HTTP goes to the API handler (``gateway.edge.handler``: the drain, the body limit, the route,
+the view, in one frame) when the route table (``gateway.edge.routes``) says the path is the
+API's, else to Django's full stack (admin, dashboard, static files) behind the pages' body limit.
+Every layer reads the one route table and answers errors through one renderer
+(``gateway.errors.error_body``).
 
 One frame where channels' ProtocolTypeRouter and a path split were two: every
 resumption of a request's innermost await passes through each frame of the chain.
@@ -31,8 +30,8 @@ class Edge:
     def __init__(self, gateway: Gateway, pages: Any, sockets: Any) -> None:
         self.gw = gateway
         options = gateway.options
-        self.drain = Drain(BodyLimit(ApiHandler(gateway), gateway.routes, options.max_body_bytes,
-                                     options.body_timeout), gateway)
+        self.drain = Drain(gateway)
+        self.api = ApiHandler(gateway, self.drain)
         self.pages = BodyLimit(pages, gateway.routes, options.max_page_body_bytes, options.body_timeout)
         self.sockets = sockets
 
@@ -40,7 +39,7 @@ class Edge:
         self.gw.start()  # once, on the server's loop: the background work
         kind = scope["type"]
         if kind == "http":
-            app = self.drain if self.gw.routes.is_api(scope["path"]) else self.pages
+            app = self.api if self.gw.routes.is_api(scope["path"]) else self.pages
         elif kind == "websocket":
             if self.gw.routes.is_api(scope["path"]):
                 return await self._api_socket(scope, receive, send)

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from django.http import HttpResponseBase
+if TYPE_CHECKING:
+    from .responses import ApiResponse
 
-View = Callable[..., Awaitable[HttpResponseBase]]  # (gateway, request, **path params)
+
+View = Callable[..., Awaitable["ApiResponse"]]  # (gateway, request, **path params)
 SocketView = Callable[..., Awaitable[None]]  # (gateway, route, scope, receive, send): an ASGI websocket app
 
 API_PREFIX = "/v1/"

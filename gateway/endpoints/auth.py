@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from django.http import HttpRequest
-
 from accounts.secrets import hash_client_key
 
+from ..edge.request import ApiRequest
 from ..errors import AuthenticationFailed
 from ..state import KeyInfo, Snapshot
 
@@ -15,18 +14,16 @@ from ..state import KeyInfo, Snapshot
 FindKey = Callable[[str], Awaitable[KeyInfo | None]]
 
 
-def presented_key(request: HttpRequest, allow_x_api_key: bool) -> str | None:
-    # META, not request.headers: that builds a mapping of every header just to read one or two.
-    meta = request.META
-    auth = meta.get("HTTP_AUTHORIZATION", "")
+def presented_key(request: ApiRequest, allow_x_api_key: bool) -> str | None:
+    auth = request.header("authorization")
     if auth[:7].lower() == "bearer ":
         return auth[7:].strip() or None
     if allow_x_api_key:
-        return meta.get("HTTP_X_API_KEY", "").strip() or None
+        return request.header("x-api-key").strip() or None
     return None
 
 
-async def authenticate(request: HttpRequest, snap: Snapshot, allow_x_api_key: bool, find_key: FindKey) -> KeyInfo:
+async def authenticate(request: ApiRequest, snap: Snapshot, allow_x_api_key: bool, find_key: FindKey) -> KeyInfo:
     plain = presented_key(request, allow_x_api_key)
     if not plain:
         raise AuthenticationFailed("Missing API key: send it as 'Authorization: Bearer <key>'"

@@ -19,14 +19,13 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
 
 from translation import ir, sse
 from translation.fold import Folder
 from translation.ids import new_id
 from translation.protocol import EncodeContext
 
-from ..edge.responses import EventStream, events_of, json_response
+from ..edge.responses import ApiResponse, EventStream, events_of, json_response
 from ..errors import InvalidRequest, UpstreamFailed
 from ..exchange.dispatch import Exchange, dispatch
 from .sealing import Sealer
@@ -139,8 +138,8 @@ async def summarise(gw: Gateway, ex: Exchange, parse: Any,
     ex.request, ex.keep = parse(ex.client, ex.body), False
     answer = await dispatch(gw, ex)
     ex.body, ex.request, ex.keep = original, request, keep
-    assert isinstance(answer, HttpResponse)  # not streamed: the summary request has stream false
-    resp = ex.client.parse_response(sse.loads(answer.content))
+    assert answer.stream is None  # not streamed: the summary request has stream false
+    resp = ex.client.parse_response(sse.loads(answer.body))
     summary = "\n\n".join(block.text for block in resp.blocks if block.kind == "text" and block.text).strip()
     if not summary:
         raise UpstreamFailed(502, "The upstream model answered the compaction request without a summary")
@@ -165,7 +164,7 @@ def compacted(body: dict[str, Any], item: dict[str, Any], usage: ir.Usage) -> di
             "output": [*kept, item], "usage": _usage(usage)}
 
 
-def trigger_answer(ex: Exchange, item: dict[str, Any], usage: ir.Usage) -> HttpResponseBase:
+def trigger_answer(ex: Exchange, item: dict[str, Any], usage: ir.Usage) -> ApiResponse:
     """The ``/v1/responses`` answer to a compaction trigger: one response whose only output is the
     item, written by the Responses encoder as any answer is (the item is passed through verbatim)."""
 

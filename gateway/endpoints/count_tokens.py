@@ -20,12 +20,11 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from django.http import HttpResponse
 
 from accounts.db import DatabaseUnavailable
 from translation import ir, registry, sse
 
-from ..edge.responses import json_response, raw_json_response
+from ..edge.responses import ApiResponse, json_response, raw_json_response
 from ..errors import InvalidRequest, NestingTooDeep, UpstreamFailed, passable, upstream_message
 from ..exchange.forwarding import Forwarded, forwarded
 from ..exchange.routing import Route, check_allowed, resolve
@@ -44,7 +43,7 @@ ACCOUNT_STATUSES = frozenset({401, 403, 429})
 
 
 async def count_input_tokens(gw: Gateway, body: dict[str, Any], key: KeyInfo, snap: Snapshot,
-                             client_headers: Mapping[str, str], query: str) -> HttpResponse:
+                             client_headers: Mapping[str, str], query: str) -> ApiResponse:
     proto = registry.get("anthropic")
     try:
         # count_tokens takes a Messages body without max_tokens.
@@ -61,7 +60,7 @@ async def count_input_tokens(gw: Gateway, body: dict[str, Any], key: KeyInfo, sn
     return json_response({"input_tokens": estimate_input_tokens(body)})
 
 
-async def _ask_upstream(gw: Gateway, body: dict[str, Any], route: Route, fwd: Forwarded) -> HttpResponse | None:
+async def _ask_upstream(gw: Gateway, body: dict[str, Any], route: Route, fwd: Forwarded) -> ApiResponse | None:
     """The upstream's answer to pass on, or None to estimate instead."""
 
     provider = route.provider

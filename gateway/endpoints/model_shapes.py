@@ -23,6 +23,7 @@ from typing import Any
 
 from accounts.model_metadata import parse_time
 
+from ..edge.request import ApiRequest
 from ..errors import InvalidRequest
 from .models_list import ModelEntry
 
@@ -46,10 +47,10 @@ CODEX_DEFAULTS: dict[str, Any] = {
 }
 
 
-def wants_anthropic(meta: Mapping[str, Any]) -> bool:
+def wants_anthropic(request: ApiRequest) -> bool:
     """The caller speaks Anthropic's API: its key in ``x-api-key``, or an ``anthropic-version`` header."""
 
-    return bool(meta.get("HTTP_X_API_KEY") or meta.get("HTTP_ANTHROPIC_VERSION"))
+    return bool(request.header("x-api-key") or request.header("anthropic-version"))
 
 
 def wants_codex(query: Mapping[str, Any]) -> bool:

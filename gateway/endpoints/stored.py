@@ -8,14 +8,13 @@ be cancelled: a known id gets the API's 400 for a response that was not created 
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponseBase
-
 from accounts.db import hop
 from conversations import store
 from translation.responses import conversation as items
 
 from ..app import Gateway
-from ..edge.responses import json_response
+from ..edge.request import ApiRequest
+from ..edge.responses import ApiResponse, json_response
 from ..errors import InvalidRequest
 from ..exchange.conversation import unknown
 from ..state import KeyInfo
@@ -24,14 +23,14 @@ from .auth import authenticate
 MAX_LIMIT = 100
 
 
-async def _key(gw: Gateway, request: HttpRequest) -> KeyInfo:
+async def _key(gw: Gateway, request: ApiRequest) -> KeyInfo:
     snap = await gw.config.get()
     key = await authenticate(request, snap, False, gw.config.find_key)
     await gw.limits.check_rate(key)
     return key
 
 
-async def response(gw: Gateway, request: HttpRequest, response_id: str) -> HttpResponseBase:
+async def response(gw: Gateway, request: ApiRequest, response_id: str) -> ApiResponse:
     key = await _key(gw, request)
     if request.method == "DELETE":
         if not await hop(store.delete, response_id, key.id):
@@ -55,9 +54,9 @@ def _limit(value: str | None) -> int:
     return limit
 
 
-async def input_items(gw: Gateway, request: HttpRequest, response_id: str) -> HttpResponseBase:
+async def input_items(gw: Gateway, request: ApiRequest, response_id: str) -> ApiResponse:
     key = await _key(gw, request)
-    query = request.GET
+    query = request.params
     order = query.get("order", "desc")
     if order not in ("asc", "desc"):
         raise InvalidRequest("order: must be 'asc' or 'desc'", "order")
@@ -68,7 +67,7 @@ async def input_items(gw: Gateway, request: HttpRequest, response_id: str) -> Ht
     return json_response(items.page(found[1], limit, order, query.get("after"), query.get("before")))
 
 
-async def cancel(gw: Gateway, request: HttpRequest, response_id: str) -> HttpResponseBase:
+async def cancel(gw: Gateway, request: ApiRequest, response_id: str) -> ApiResponse:
     key = await _key(gw, request)
     if await hop(store.find, response_id, key.id) is None:
         raise unknown(response_id)

@@ -1,7 +1,7 @@
 """The API surface. Views are thin: each step is a named function elsewhere.
 
-Each view takes the app object (``gateway.app.Gateway``) and Django's request; the
-route table (``gateway.edge.routes``) says which view serves which path.
+Each view takes the app object (``gateway.app.Gateway``) and the request
+(``gateway.edge.request.ApiRequest``) and returns an ``ApiResponse``; the route table (``gateway.edge.routes``) says which view serves which path.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from django.db import connection
-from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from accounts.db import DatabaseUnavailable, hop
@@ -23,7 +22,8 @@ from translation.ids import new_id
 from translation.protocol import ProtocolModule
 
 from ..app import Gateway
-from ..edge.responses import error_response, json_response
+from ..edge.request import ApiRequest
+from ..edge.responses import ApiResponse, error_response, json_response, text_response
 from ..errors import (
     AuthenticationFailed,
     GatewayError,
@@ -37,7 +37,7 @@ from ..exchange import conversation
 from ..exchange.dispatch import Exchange, dispatch
 from ..exchange.routing import check_allowed, may_use, resolve, shown
 from ..limits import request_estimate
-from ..log.record import TRANSPORT_META, LogRecord
+from ..log.record import LogRecord
 from ..state import KeyInfo
 from . import compaction, model_shapes
 from .auth import authenticate
@@ -59,7 +59,7 @@ def json_object(raw: bytes | str, what: str) -> dict[str, Any]:
     return body
 
 
-def parse_body(request: HttpRequest) -> Any:
+def parse_body(request: ApiRequest) -> Any:
     raw = request.body
     if not raw.strip():
         raise InvalidRequest("The request body is empty; send a JSON object")
@@ -96,11 +96,11 @@ def _log_rejected(gw: Gateway, proto: ProtocolModule, key: KeyInfo | None, body:
     ))
 
 
-Serve = Callable[[Gateway, Exchange], Awaitable[HttpResponseBase]]
+Serve = Callable[[Gateway, Exchange], Awaitable[ApiResponse]]
 
 
-async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_api_key: bool,
-                   stateful: bool = False, serve: Serve = dispatch) -> HttpResponseBase:
+async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_api_key: bool,
+                   stateful: bool = False, serve: Serve = dispatch) -> ApiResponse:
     """``stateful``: the protocol keeps conversations (Responses: ``previous_response_id``, ``store``)."""
 
     proto = registry.get(proto_name)
@@ -121,10 +121,9 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
         if previous is not None:  # the conversation as the routed provider may be sent it
             ireq = parse_request(proto, previous.expanded(body, route.provider.id))
         ex = Exchange(new_id("req_"), proto, key, body, ireq, route, request.headers,
-                      request.META.get("QUERY_STRING", ""), previous, stateful and conversation.keeps(body))
+                      request.query, previous, stateful and conversation.keeps(body))
         prices = route.provider.prices
-        if TRANSPORT_META in request.META:
-            ex.record.transport = request.META[TRANSPORT_META]
+        ex.record.transport = request.transport
         ex.hold = await gw.limits.admit(key, ex.request_id, request_estimate(
             proto.NAME, body, ireq, len(request.body), gw.options.reserve_output_tokens, prices,
             route.upstream_model), prices)
@@ -137,7 +136,7 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
             ex.record.latency_ms = ex.elapsed_ms()
             gw.log.submit(ex.record)
         elif key is not None or isinstance(err, AuthenticationFailed):
-            _log_rejected(gw, proto, key, body, err, request.META.get(TRANSPORT_META, "http"))
+            _log_rejected(gw, proto, key, body, err, request.transport)
         return error_response(proto.NAME, err)
     except asyncio.CancelledError:
         # The client hung up (or the gateway is stopping) before the answer: the request keeps its row.
@@ -158,20 +157,20 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
             ex.settle()  # every ending but a stream's (its writer took the hold and settles it at its end)
 
 
-async def chat_completions(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
+async def chat_completions(gw: Gateway, request: ApiRequest) -> ApiResponse:
     return await api_call(gw, request, "openai_chat", allow_x_api_key=False)
 
 
-async def messages(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
+async def messages(gw: Gateway, request: ApiRequest) -> ApiResponse:
     return await api_call(gw, request, "anthropic", allow_x_api_key=True)
 
 
-async def responses(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
+async def responses(gw: Gateway, request: ApiRequest) -> ApiResponse:
     return await api_call(gw, request, "responses", allow_x_api_key=False, stateful=True,
                           serve=_serve_responses)
 
 
-async def responses_compact(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
+async def responses_compact(gw: Gateway, request: ApiRequest) -> ApiResponse:
     return await api_call(gw, request, "responses", allow_x_api_key=False, stateful=True, serve=_serve_compact)
 
 
@@ -182,7 +181,7 @@ def _written_out(ex: Exchange) -> dict[str, Any]:
     return ex.previous.expanded(ex.body, ex.route.provider.id) if ex.previous is not None else ex.body
 
 
-async def _serve_responses(gw: Gateway, ex: Exchange) -> HttpResponseBase:
+async def _serve_responses(gw: Gateway, ex: Exchange) -> ApiResponse:
     """A Responses upstream reads compaction items and triggers itself; for any other the gateway
     answers the trigger and opens the items it sealed (``gateway.endpoints.compaction``)."""
 
@@ -197,7 +196,7 @@ async def _serve_responses(gw: Gateway, ex: Exchange) -> HttpResponseBase:
     return await dispatch(gw, ex)
 
 
-async def _serve_compact(gw: Gateway, ex: Exchange) -> HttpResponseBase:
+async def _serve_compact(gw: Gateway, ex: Exchange) -> ApiResponse:
     if ex.passthrough:
         ex.upstream_path = compaction.COMPACT_PATH
         return await dispatch(gw, ex)
@@ -205,38 +204,37 @@ async def _serve_compact(gw: Gateway, ex: Exchange) -> HttpResponseBase:
     return json_response(compaction.compacted(ex.body, item, usage))
 
 
-async def count_tokens(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
+async def count_tokens(gw: Gateway, request: ApiRequest) -> ApiResponse:
     try:
         snap = await gw.config.get()
         key = await authenticate(request, snap, True, gw.config.find_key)
         await gw.limits.check_rate(key)
-        return await count_input_tokens(gw, parse_body(request), key, snap, request.headers,
-                                        request.META.get("QUERY_STRING", ""))
+        return await count_input_tokens(gw, parse_body(request), key, snap, request.headers, request.query)
     except GatewayError as err:
         return error_response("anthropic", err)
 
 
-async def models(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
+async def models(gw: Gateway, request: ApiRequest) -> ApiResponse:
     """The models this key can use, in the caller's shape (``gateway.endpoints.model_shapes``)."""
 
-    anthropic = model_shapes.wants_anthropic(request.META)
+    anthropic = model_shapes.wants_anthropic(request)
     try:
         snap = await gw.config.get()
         key = await authenticate(request, snap, True, gw.config.find_key)
         entries = await gw.models.entries(snap, lambda model: may_use(key, model))
         if anthropic:
-            return json_response(model_shapes.anthropic_page(entries, request.GET))
-        if model_shapes.wants_codex(request.GET):
+            return json_response(model_shapes.anthropic_page(entries, request.params))
+        if model_shapes.wants_codex(request.params):
             return json_response(model_shapes.codex_catalog(entries))
         return json_response(model_shapes.openai_list(entries))
     except GatewayError as err:
         return error_response("anthropic" if anthropic else "openai_chat", err)
 
 
-async def model(gw: Gateway, request: HttpRequest, model_id: str) -> HttpResponseBase:
+async def model(gw: Gateway, request: ApiRequest, model_id: str) -> ApiResponse:
     """One model this key can use, in the caller's shape; 404 for one it cannot or the gateway does not route."""
 
-    anthropic = model_shapes.wants_anthropic(request.META)
+    anthropic = model_shapes.wants_anthropic(request)
     try:
         snap = await gw.config.get()
         key = await authenticate(request, snap, True, gw.config.find_key)
@@ -249,25 +247,23 @@ async def model(gw: Gateway, request: HttpRequest, model_id: str) -> HttpRespons
         return error_response("anthropic" if anthropic else "openai_chat", err)
 
 
-async def metrics(gw: Gateway, request: HttpRequest) -> HttpResponse:
+async def metrics(gw: Gateway, request: ApiRequest) -> ApiResponse:
     """The Prometheus scrape (``gateway.log.metrics``): 404 while no token is set, 401 without it."""
 
     token = gw.options.metrics_token
     if not token:
-        return HttpResponse(b"Not found\n", status=404, content_type="text/plain")
-    scheme, _, sent = request.headers.get("Authorization", "").partition(" ")
+        return text_response(b"Not found\n", 404)
+    scheme, _, sent = request.header("authorization").partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(sent.strip().encode(), token.encode()):
-        refused = HttpResponse(b"Unauthorized\n", status=401, content_type="text/plain")
-        refused["WWW-Authenticate"] = 'Bearer realm="metrics"'
-        return refused
+        return text_response(b"Unauthorized\n", 401, headers={"WWW-Authenticate": 'Bearer realm="metrics"'})
     try:
         body = await hop(gw.metrics.exposition, gw.metrics_collectors)
     except DatabaseUnavailable:
         body = gw.metrics.exposition()  # this process's figures still; the accounts wait for the database
-    return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)
+    return text_response(body, content_type=CONTENT_TYPE_LATEST)
 
 
-async def healthz(gw: Gateway, request: HttpRequest) -> HttpResponse:
+async def healthz(gw: Gateway, request: ApiRequest) -> ApiResponse:
     return json_response({"status": "ok"})
 
 
@@ -281,7 +277,7 @@ def _db_ok() -> bool:
 READY_TIMEOUT = 2.0  # a load balancer's probe must get its answer, not wait on a database that hangs
 
 
-async def readyz(gw: Gateway, request: HttpRequest) -> HttpResponse:
+async def readyz(gw: Gateway, request: ApiRequest) -> ApiResponse:
     try:
         async with asyncio.timeout(READY_TIMEOUT):
             ok = await hop(_db_ok)

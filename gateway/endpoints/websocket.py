@@ -20,7 +20,6 @@ is called. docs/websocket.md describes the protocol.
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
 from collections.abc import Mapping
 from contextlib import aclosing
@@ -28,8 +27,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.core.handlers.asgi import ASGIRequest
-from django.http import HttpRequest, HttpResponseBase
 
 from accounts.db import DatabaseUnavailable
 from translation import sse
@@ -38,9 +35,9 @@ from translation.protocol import EncodeContext
 from translation.responses.envelope import response_object
 from translation.sse import SSEEvent, SSEParser
 
-from ..edge.responses import EventStream
+from ..edge.request import ApiRequest
+from ..edge.responses import ApiResponse, EventStream
 from ..errors import GatewayError, InvalidRequest, render, status_of, unavailable
-from ..log.record import TRANSPORT_META
 from .auth import authenticate
 from .views import json_object
 
@@ -110,11 +107,11 @@ def _error_frame(status: int, body: bytes, headers: dict[str, str]) -> str:
     return sse.dumps(frame)
 
 
-def turn_request(scope: Mapping[str, object], body: bytes) -> HttpRequest:
-    """Django's request for one turn: the handshake's headers (less the transport's beta) and ``body``."""
+def turn_request(scope: Mapping[str, Any], body: bytes) -> ApiRequest:
+    """The request of one turn: the handshake's headers (less the transport's beta) and ``body``."""
 
     headers = []
-    handshake: list[tuple[bytes, bytes]] = scope.get("headers", [])  # type: ignore[assignment]
+    handshake: list[tuple[bytes, bytes]] = scope.get("headers", [])
     for name, value in handshake:
         if name.lower() == b"openai-beta":
             kept = [v for v in value.split(b",") if not v.strip().decode("latin1").startswith(WEBSOCKET_BETA)]
@@ -122,10 +119,7 @@ def turn_request(scope: Mapping[str, object], body: bytes) -> HttpRequest:
                 continue
             value = b",".join(kept)
         headers.append((name, value))
-    request = ASGIRequest({**scope, "type": "http", "method": "POST", "headers": headers}, io.BytesIO(body))
-    request._body = body  # as gateway.edge.handler does: read within the API's own limit, here the message's
-    request.META[TRANSPORT_META] = "websocket"
-    return request
+    return ApiRequest("POST", scope["path"], "", headers, body, "websocket", scope.get("client"))
 
 
 class ResponsesSocket(AsyncWebsocketConsumer):
@@ -215,12 +209,13 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         for kind in ("response.created", "response.completed"):
             await self.send(text_data=sse.dumps({"type": kind, "response": response}))
 
-    async def _answer(self, response: HttpResponseBase, body: dict[str, Any]) -> None:
+    async def _answer(self, response: ApiResponse, body: dict[str, Any]) -> None:
         if not isinstance(response, EventStream):
-            content: bytes = response.content  # type: ignore[attr-defined]
-            if response.status_code >= 400:
-                headers = {"retry-after": response["Retry-After"]} if response.has_header("Retry-After") else {}
-                await self.send(text_data=_error_frame(response.status_code, content, headers))
+            content = response.body
+            if response.status >= 400:
+                retry_after = response.get("Retry-After")
+                await self.send(text_data=_error_frame(response.status, content,
+                                                       {"retry-after": retry_after} if retry_after else {}))
             else:  # a stream was asked for; should a JSON answer come all the same, it is the completed event
                 await self.send(text_data=sse.dumps({"type": "response.completed", "response": sse.loads(content)}))
             return

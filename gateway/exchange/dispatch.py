@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import orjson
-from django.http import HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 
 from accounts.outcomes import ErrorClass, Verdict
@@ -38,7 +37,7 @@ from translation.fold import Folder
 from translation.passthrough import model_rewrite
 from translation.protocol import EncodeContext, ProtocolModule
 
-from ..edge.responses import EventStream, raw_json_response
+from ..edge.responses import ApiResponse, EventStream, raw_json_response
 from ..errors import (
     InvalidRequest,
     NestingTooDeep,
@@ -152,7 +151,7 @@ def upstream_request(ex: Exchange, proto: ProtocolModule, account_id: int = 0) -
         raise NestingTooDeep from exc
 
 
-async def dispatch(gw: Gateway, ex: Exchange) -> HttpResponse | StreamingHttpResponse:
+async def dispatch(gw: Gateway, ex: Exchange) -> ApiResponse:
     provider = ex.route.provider
     proto = registry.get(provider.protocol)
     body, fwd = upstream_request(ex, proto)
@@ -191,7 +190,7 @@ async def dispatch(gw: Gateway, ex: Exchange) -> HttpResponse | StreamingHttpRes
 
 
 async def _attempt(gw: Gateway, ex: Exchange, proto: ProtocolModule, target: UpstreamTarget, body: bytes,
-                   attempt: Attempt, secret: str) -> HttpResponse | StreamingHttpResponse:
+                   attempt: Attempt, secret: str) -> ApiResponse:
     provider = target.provider
     try:
         response = await gw.upstream.send(target, body)
@@ -267,7 +266,7 @@ async def _read_capped(response: UpstreamResponse, timeout: float) -> bytes:
 
 
 async def _json(gw: Gateway, ex: Exchange, proto: ProtocolModule, response: UpstreamResponse,
-                attempt: Attempt, secret: str) -> HttpResponse:
+                attempt: Attempt, secret: str) -> ApiResponse:
     provider = ex.route.provider
     try:
         async with asyncio.timeout(provider.first_byte_timeout + provider.idle_timeout):
@@ -308,7 +307,7 @@ async def _json(gw: Gateway, ex: Exchange, proto: ProtocolModule, response: Upst
 
 
 async def _open_stream(gw: Gateway, ex: Exchange, proto: ProtocolModule, response: UpstreamResponse,
-                       attempt: Attempt, secret: str) -> StreamingHttpResponse:
+                       attempt: Attempt, secret: str) -> EventStream:
     provider = ex.route.provider
     reader: Reader
     client: ClientStream

@@ -14,10 +14,6 @@ from django.utils import timezone
 from accounts.outcomes import ErrorClass, Verdict
 from accounts.prices import cost
 
-# The request's META key a websocket turn sets (gateway.endpoints.websocket): its row says so.
-TRANSPORT_META = "gateway.transport"
-
-
 @dataclass
 class Attempt:
     account_id: int | None

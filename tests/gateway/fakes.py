@@ -26,7 +26,6 @@ from typing import Any, TypeVar
 
 import aiohttp
 import orjson
-from django.http import HttpResponseBase
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from accounts.db import DatabaseUnavailable
@@ -36,6 +35,7 @@ from gateway.app import Gateway
 from gateway.background.poolhealth import PoolHealth
 from gateway.background.prober import Prober
 from gateway.edge.api import api_routes
+from gateway.edge.responses import ApiResponse
 from gateway.exchange.dispatch import Exchange, dispatch
 from gateway.exchange.routing import Route
 from gateway.exchange.upstream import UpstreamClient, UpstreamResponse, UpstreamTarget
@@ -476,10 +476,10 @@ def chat_stream(*texts: str) -> list[Any]:
             "[DONE]"]
 
 
-async def body_of(response: HttpResponseBase) -> bytes:
-    if response.streaming:
-        return b"".join([bytes(part) async for part in response])  # type: ignore[attr-defined]
-    return bytes(response.content)  # type: ignore[attr-defined]
+async def body_of(response: ApiResponse) -> bytes:
+    if response.stream is not None:
+        return b"".join([bytes(part) async for part in response.stream])
+    return response.body
 
 
 def events(raw: bytes) -> list[tuple[str | None, Any]]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from django.test import RequestFactory
 
 from accounts.secrets import hash_client_key
+from gateway.edge.request import ApiRequest
 from gateway.endpoints.auth import authenticate
 from gateway.errors import AuthenticationFailed
 from gateway.state import KeyInfo
@@ -31,7 +31,7 @@ class Lookups:
 
 
 def auth(headers: dict[str, str], allow_x_api_key: bool = False, lookups: Lookups | None = None) -> KeyInfo:
-    request = RequestFactory().post("/v1/x", headers=headers)
+    request = ApiRequest("POST", "/v1/x", raw_headers=[(k.lower().encode(), v.encode()) for k, v in headers.items()])
     return asyncio.run(authenticate(request, SNAP, allow_x_api_key, lookups or Lookups()))
 
 

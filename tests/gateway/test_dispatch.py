@@ -58,7 +58,7 @@ def test_429_then_401_disables_both_and_the_third_account_answers() -> None:
     before = timezone.now()
     response = run(lambda: dispatch(r.gw, ex))
 
-    assert response.status_code == 200
+    assert response.status == 200
     assert orjson.loads(run(lambda: body_of(response)))["choices"][0]["message"]["content"] == "from three"
     assert r.upstream.secrets == ["sk-one", "sk-two", "sk-three"]
     assert set(r.pool.disabled) == {1, 2}
@@ -85,7 +85,7 @@ def test_a_server_error_and_an_overload_go_to_the_next_account_without_disabling
                               "sk-two": error_reply(529, "Overloaded", "overloaded_error", anthropic=True),
                               "sk-three": json_reply(chat_answer("third"))})
     ex = exchange("openai_chat", chat_body(), prov)
-    assert run(lambda: dispatch(r.gw, ex)).status_code == 200
+    assert run(lambda: dispatch(r.gw, ex)).status == 200
     assert r.upstream.secrets == ["sk-one", "sk-two", "sk-three"] and not r.pool.disabled
     assert [(a.status, a.verdict, a.tier) for a in ex.record.attempts] == [
         (500, Verdict.RETRY, "upstream_unavailable"), (529, Verdict.RETRY, "upstream_unavailable"),
@@ -152,7 +152,7 @@ def test_a_returned_error_reaches_a_client_of_the_same_protocol_as_sent_without_
 def test_a_refused_connection_moves_on_without_blaming_the_account() -> None:
     r, prov = three_accounts({"sk-one": refused(), "sk-two": json_reply(chat_answer("second"))})
     ex = exchange("openai_chat", chat_body(), prov)
-    assert run(lambda: dispatch(r.gw, ex)).status_code == 200
+    assert run(lambda: dispatch(r.gw, ex)).status == 200
     assert not r.pool.disabled
     assert [(a.status, a.verdict) for a in ex.record.attempts] == [(None, Verdict.NETWORK), (200, Verdict.OK)]
     assert "Connection refused" in ex.record.attempts[0].error
@@ -197,7 +197,7 @@ def test_an_unreadable_json_answer_is_retried_on_the_next_account() -> None:
     r, prov = three_accounts({"sk-one": Reply(200, [b"{\"choices\": [tru"]),
                               "sk-two": json_reply(chat_answer("second"))})
     ex = exchange("openai_chat", chat_body(), prov)
-    assert run(lambda: dispatch(r.gw, ex)).status_code == 200
+    assert run(lambda: dispatch(r.gw, ex)).status == 200
     assert [a.verdict for a in ex.record.attempts] == [Verdict.MALFORMED, Verdict.OK] and not r.pool.disabled
 
 

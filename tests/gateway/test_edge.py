@@ -9,10 +9,11 @@ from typing import Any
 
 import orjson
 import pytest
-from django.http import HttpRequest, HttpResponse
 
 from gateway.edge.api import api_routes
 from gateway.edge.edge import Edge
+from gateway.edge.request import ApiRequest
+from gateway.edge.responses import ApiResponse, json_response
 from gateway.edge.routes import Route, RouteTable
 from gateway.options import Options
 from tests.gateway.fakes import (
@@ -85,8 +86,8 @@ def anthropic_error(answer: Answer) -> dict[str, Any]:
 # ----------------------------------------------------------------- the route table
 
 
-async def _view(gw: Any, request: HttpRequest, **params: str) -> HttpResponse:
-    return HttpResponse(orjson.dumps(params))
+async def _view(gw: Any, request: ApiRequest, **params: str) -> ApiResponse:
+    return json_response(params)
 
 
 def test_a_route_matches_its_exact_path_and_a_pattern_passes_its_segments() -> None:

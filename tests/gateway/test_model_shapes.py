@@ -6,6 +6,7 @@ from datetime import datetime
 
 import pytest
 
+from gateway.edge.request import ApiRequest
 from gateway.endpoints.model_shapes import anthropic_model, anthropic_page, codex_catalog, openai_model, wants_anthropic
 from gateway.endpoints.models_list import ModelEntry
 from gateway.errors import InvalidRequest
@@ -60,8 +61,11 @@ def test_the_openai_object_gives_the_release_time_in_unix_seconds_and_the_routin
 
 
 def test_the_caller_is_anthropic_by_its_x_api_key_or_its_anthropic_version_header() -> None:
-    assert wants_anthropic({"HTTP_X_API_KEY": "k"}) and wants_anthropic({"HTTP_ANTHROPIC_VERSION": "2023-06-01"})
-    assert not wants_anthropic({"HTTP_AUTHORIZATION": "Bearer k"})
+    def request(name: bytes, value: bytes) -> ApiRequest:
+        return ApiRequest("GET", "/v1/models", raw_headers=[(name, value)])
+
+    assert wants_anthropic(request(b"x-api-key", b"k")) and wants_anthropic(request(b"anthropic-version", b"2023-06-01"))
+    assert not wants_anthropic(request(b"authorization", b"Bearer k"))
 
 
 def test_codex_gets_only_models_with_instructions_each_with_every_field_it_requires() -> None:
