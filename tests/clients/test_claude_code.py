@@ -1,4 +1,4 @@
-"""Claude Code 2.1.197 (``claude -p``) through the gateway, on each upstream protocol: a turn that runs Bash.
+"""Claude Code (``claude -p``, 2.1.332 as package.json pins it) through the gateway, on each upstream protocol: a turn that runs Bash.
 
 The client is the real one from package.json, pointed at the gateway with
 ``ANTHROPIC_BASE_URL``; the scripted upstream's ``mock-shell`` asks for the prompt's

@@ -1,4 +1,4 @@
-"""Codex CLI 0.169.0 (``codex exec``) through the gateway, on each upstream protocol: a turn that runs exec_command.
+"""Codex CLI (``codex exec``, 0.171.0 as package.json pins it) through the gateway, on each upstream protocol: a turn that runs exec_command.
 
 The client is the real one from package.json, with the gateway as a custom model
 provider (``wire_api = "responses"``); the scripted upstream's ``mock-shell`` asks for

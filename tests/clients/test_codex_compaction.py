@@ -1,4 +1,4 @@
-"""Codex CLI 0.169.0 compacting a long conversation through the gateway on a Chat upstream.
+"""Codex CLI (0.171.0, package.json) compacting a long conversation through the gateway on a Chat upstream.
 
 Codex compacts remotely (docs/compaction.md) only for a provider it takes for OpenAI's own, so
 the gateway is configured as one (README "Codex CLI"); a low auto-compact limit makes the second

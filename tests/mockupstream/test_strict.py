@@ -11,10 +11,12 @@ import httpx
 import pytest
 
 KEY = "sk-mock-strict-test-5c2e"
-CAPTURE = Path(__file__).resolve().parents[1] / "fixtures" / "clients" / "claude-code-2.1.197.json"
+CLIENTS = Path(__file__).resolve().parents[1] / "fixtures" / "clients"
+CAPTURE = CLIENTS / "claude-code-2.1.197.json"
 BASE = {"model": "mock-text", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
 
-# Each beta-only field Claude Code 2.1.197 sends, with the beta that unlocks it and the path the error names.
+# Each beta-only field Claude Code sends (2.1.197 and 2.1.332), with the beta that unlocks it and the path the
+# error names.
 GATED: list[tuple[dict[str, Any], str, str]] = [
     ({"context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}},
      "context-management-2025-06-27", "context_management"),
@@ -22,11 +24,14 @@ GATED: list[tuple[dict[str, Any], str, str]] = [
     ({"messages": [{"role": "user", "content": "hi"}, {"role": "system", "content": "Be brief."},
                    {"role": "assistant", "content": "ok"}, {"role": "user", "content": "go"}]},
      "mid-conversation-system-2026-04-07", "messages.1.role"),
+    ({"tools": [{"name": "Read", "input_schema": {"type": "object"}},
+                {"name": "DeferredToolPlaceholder", "input_schema": {"type": "object"}, "defer_loading": True}]},
+     "advanced-tool-use-2025-11-20", "tools.1.defer_loading"),
 ]
 
 
-def claude_code_request() -> tuple[dict[str, Any], str]:
-    captured = json.loads(CAPTURE.read_text())["requests"][0]
+def claude_code_request(version: str) -> tuple[dict[str, Any], str]:
+    captured = json.loads((CLIENTS / f"claude-code-{version}.json").read_text())["requests"][0]
     return captured["body"], captured["headers"]["anthropic-beta"]
 
 
@@ -59,17 +64,36 @@ def test_betas_may_come_in_several_headers(http: httpx.Client) -> None:
     assert post(http, body, ["context-management-2025-06-27", "effort-2025-11-24"]).status_code == 200
 
 
+# For each capture: the beta taken out of its header, and the path the refusal then names.
+CAPTURED_GATES = {
+    "2.1.197": [("context-management-2025-06-27", "context_management"), ("effort-2025-11-24", "output_config.effort"),
+                ("mid-conversation-system-2026-04-07", "messages.1.role")],
+    "2.1.332": [("context-management-2025-06-27", "context_management"), ("effort-2025-11-24", "output_config.effort"),
+                ("mid-conversation-tool-changes-2026-07-01", "messages.1.role"),
+                ("advanced-tool-use-2025-11-20", "tools.10.defer_loading")],
+}
+
+
+@pytest.mark.parametrize("version", sorted(CAPTURED_GATES))
 def test_claude_code_request_passes_with_its_own_header_and_fails_without_each_of_its_betas(
-        http: httpx.Client) -> None:
-    body, header = claude_code_request()
+        http: httpx.Client, version: str) -> None:
+    body, header = claude_code_request(version)
     betas = [b.strip() for b in header.split(",")]
     # With its own header the request gets past the beta check (the parse may still refuse it: not this test's concern).
     own = post(http, copy.deepcopy(body), [header])
     assert "anthropic-beta header" not in own.text
-    for _, beta, path in GATED:
+    for beta, path in CAPTURED_GATES[version]:
+        assert beta in betas
         resp = post(http, copy.deepcopy(body), [",".join(b for b in betas if b != beta)])
         assert resp.status_code == 400, beta
-        assert resp.json()["error"]["message"].startswith(f"{path}: ") and beta in resp.text
+        assert resp.json()["error"]["message"].startswith(f"{path}: "), resp.text
+
+
+def test_a_system_message_is_unlocked_by_the_tool_changes_beta_too(http: httpx.Client) -> None:
+    body = {**BASE, **GATED[2][0]}
+    assert post(http, body, ["mid-conversation-tool-changes-2026-07-01"]).status_code == 200
+    refused = post(http, body, ["claude-code-20250219"])
+    assert refused.status_code == 400 and "mid-conversation-system-2026-04-07" in refused.text
 
 
 def test_other_protocols_ignore_anthropic_betas(http: httpx.Client) -> None:
