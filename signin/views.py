@@ -1,5 +1,6 @@
 """The sign-in's HTTP surface. The OAuth endpoints answer JSON directly (the client follows no
-redirect and sends no CSRF token); the verification page and the logins are pages for people.
+redirect and sends no CSRF token): they are API routes (``gateway.edge.api``, run on a worker thread
+by ``gateway.endpoints.oauth``), never pages. The verification page and the logins are pages for people.
 
 Endpoints (RFC 8414 discovery, RFC 8628 device flow, RFC 6749 refresh, RFC 7009 revocation):
 ``/.well-known/oauth-authorization-server``, ``/oauth/device_authorization``, ``/oauth/token``,
@@ -20,8 +21,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
-from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
 from . import codes, flow, oidc
 
@@ -50,7 +50,6 @@ def oauth_error(err: flow.OAuthError) -> JsonResponse:
     return oauth_json(body, err.status)
 
 
-@require_GET
 def metadata(request: HttpRequest) -> JsonResponse:
     """RFC 8414 authorization server metadata. No ``authorization_endpoint``: the device flow is the only way in."""
 
@@ -66,8 +65,6 @@ def metadata(request: HttpRequest) -> JsonResponse:
     })
 
 
-@csrf_exempt
-@require_POST
 def device_authorization(request: HttpRequest) -> JsonResponse:
     """RFC 8628 §3.1–3.2. Only ``surface`` is read; ``client_id``, ``scope`` and anything else are ignored."""
 
@@ -85,8 +82,6 @@ def device_authorization(request: HttpRequest) -> JsonResponse:
     return oauth_json(body)
 
 
-@csrf_exempt
-@require_POST
 def token(request: HttpRequest) -> JsonResponse:
     grant = request.POST.get("grant_type", "")
     try:
@@ -112,8 +107,6 @@ def token(request: HttpRequest) -> JsonResponse:
     return oauth_json(body)
 
 
-@csrf_exempt
-@require_POST
 def revoke(request: HttpRequest) -> HttpResponse:
     """RFC 7009: 200 whether or not the token was known; the hint is not needed (both kinds are found)."""
 
