@@ -250,6 +250,13 @@ class RequestLog(models.Model):
     # serve the same lookups, and every index is paid for on each of the log's inserts.
     client_key = models.ForeignKey(ApiKey, null=True, blank=True, on_delete=models.SET_NULL, db_index=False)
     client_key_name = models.CharField(max_length=100, blank=True, default="")
+    # Who the request was for: the developer (a signed-in bearer's, or a key's own), their team, and
+    # the client application they signed in with (Claude Code's "surface": claude_code).
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                             db_index=False, related_name="+")
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL, db_index=False,
+                             related_name="+")
+    surface = models.CharField(max_length=100, blank=True, default="")
     client_protocol = models.CharField(max_length=20)
     upstream_protocol = models.CharField(max_length=20, blank=True, default="")
     provider = models.ForeignKey(Provider, null=True, blank=True, on_delete=models.SET_NULL, db_index=False)
@@ -274,6 +281,11 @@ class RequestLog(models.Model):
                                help_text="USD, from the provider's price table; empty when no price is known")
     request_body = models.TextField(blank=True, default="")
     response_body = models.TextField(blank=True, default="")
+    # Claude Code's gateway hint headers, when sent (signin.hints): sensitive, never in a plain log.
+    cc_request_class = models.CharField("request class", max_length=40, blank=True, default="")
+    cc_agent_type = models.CharField("agent type", max_length=60, blank=True, default="")
+    cc_prompt_id = models.CharField("prompt id", max_length=64, blank=True, default="")
+    cc_settings_checksum = models.CharField("managed settings checksum", max_length=80, blank=True, default="")
 
     class Meta:
         ordering = ["-created_at"]
@@ -281,6 +293,7 @@ class RequestLog(models.Model):
             models.Index(fields=["account", "created_at"]),
             models.Index(fields=["provider", "created_at"]),
             models.Index(fields=["client_key", "created_at"]),
+            models.Index(fields=["user", "created_at"]),
             models.Index(fields=["status", "created_at"]),
             # the dashboard's model filter: without it a rare model scans the whole log
             models.Index(fields=["model_requested", "created_at"]),

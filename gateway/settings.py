@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "dashboard",
     "alerts",
     "conversations",
+    "signin",
 ]
 
 MIDDLEWARE = [
@@ -165,7 +166,7 @@ GATEWAY_LOG_BODY_LIMIT = env.int("GATEWAY_LOG_BODY_LIMIT", default=16384)
 # (gateway.log.spool); one directory per database underneath. Empty: no spool.
 GATEWAY_LOG_SPOOL_DIR = env("GATEWAY_LOG_SPOOL_DIR", default=str(BASE_DIR / "var" / "log-spool"))
 # Called with each batch of request-log rows inside the writer's transaction (gateway.log.writer).
-GATEWAY_LOG_SINKS = ["dashboard.rollup.add", "dashboard.spend.add"]
+GATEWAY_LOG_SINKS = ["dashboard.rollup.add", "dashboard.spend.add", "signin.hints.add"]
 # What a client key spent in USD per slice since a time, for the floor under its USD budgets (gateway.limits): read
 # from the spend buckets that sink keeps (a month of a busy key is thousands of rows there, not millions in
 # the log). Empty: summed from the request log.
@@ -202,3 +203,23 @@ GATEWAY_ALERT_TIMEOUT = env.float("GATEWAY_ALERT_TIMEOUT", default=10.0)
 # previous_response_id and GET /v1/responses/{id}; prunelogs deletes those older than this.
 GATEWAY_RESPONSES_RETENTION_DAYS = env.int("GATEWAY_RESPONSES_RETENTION_DAYS", default=30)
 WHITENOISE_USE_FINDERS = True  # admin and dashboard assets are served even before collectstatic
+
+# Developers signing in (Claude Code's gateway protocol, the signin app; README "Developer sign-in").
+# The base URL the discovery document and the verification link name; empty: the request's own.
+GATEWAY_PUBLIC_URL = env("GATEWAY_PUBLIC_URL", default="")
+GATEWAY_SIGNIN_ACCESS_TTL = env.int("GATEWAY_SIGNIN_ACCESS_TTL", default=3600)  # a bearer token's seconds
+GATEWAY_SIGNIN_REFRESH_TTL = env.int("GATEWAY_SIGNIN_REFRESH_TTL", default=30 * 86400)  # a refresh token's
+GATEWAY_SIGNIN_DEVICE_TTL = env.int("GATEWAY_SIGNIN_DEVICE_TTL", default=600)  # a device code's
+GATEWAY_SIGNIN_POLL_INTERVAL = env.int("GATEWAY_SIGNIN_POLL_INTERVAL", default=5)
+# The verification page's per-address limit: codes that matched nothing, in a window of seconds.
+GATEWAY_SIGNIN_ATTEMPTS_PER_IP = env.int("GATEWAY_SIGNIN_ATTEMPTS_PER_IP", default=10)
+GATEWAY_SIGNIN_ATTEMPT_WINDOW = env.int("GATEWAY_SIGNIN_ATTEMPT_WINDOW", default=600)
+# Plain text (up to 500 characters) the client shows beside the code on its sign-in screen.
+GATEWAY_SIGNIN_LOGIN_NOTICE = env("GATEWAY_SIGNIN_LOGIN_NOTICE", default="")
+# The company's OpenID Connect identity provider for the verification page; empty: password login only.
+GATEWAY_OIDC_ISSUER = env("GATEWAY_OIDC_ISSUER", default="")
+GATEWAY_OIDC_CLIENT_ID = env("GATEWAY_OIDC_CLIENT_ID", default="")
+GATEWAY_OIDC_CLIENT_SECRET = env("GATEWAY_OIDC_CLIENT_SECRET", default="")
+GATEWAY_OIDC_SCOPES = env("GATEWAY_OIDC_SCOPES", default="openid email profile")
+GATEWAY_OIDC_GROUPS_CLAIM = env("GATEWAY_OIDC_GROUPS_CLAIM", default="groups")
+GATEWAY_OIDC_NAME = env("GATEWAY_OIDC_NAME", default="")  # the button's words: "Sign in with <name>"

@@ -9,8 +9,9 @@ state (which account is usable) is not part of it: see ``accounts.pool``.
 from __future__ import annotations
 
 import hmac
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from accounts.db import hop
@@ -53,6 +54,7 @@ class KeyInfo:
     usd_budgets: tuple[tuple[str, int], ...] = ()
     team_id: int | None = None  # accounts.Team: budgets and allowed models shared across its keys
     user_id: int | None = None  # the signed-in developer this key stands for (their bearers act as it)
+    surface: str = ""  # a bearer's: the client application its developer signed in with (claude_code)
 
 
 @dataclass(frozen=True)
@@ -115,20 +117,49 @@ def _find_key(key_hash: str) -> KeyInfo | None:
     return key_info(k)
 
 
+# A bearer token (by hash) found: the caller, or why it is refused (a sentence for the 401); and
+# until when (wall clock) that answer holds, at the latest: the token's expiry.
+BearerFound = tuple[KeyInfo | str, float]
+
+
+def _find_bearer(token_hash: str) -> BearerFound | None:
+    from signin.flow import bearer
+
+    found = bearer(token_hash)
+    if found is None:
+        return None
+    if isinstance(found, str):
+        return found, float("inf")
+    return replace(key_info(found.key), surface=found.surface), found.expires_at.timestamp()
+
+
 class SnapshotCache:
-    """``load`` reads a snapshot and ``find_key`` one active client key by hash (both synchronous,
-    run on a worker thread): the database's by default, a test's own when it builds the app.
-    ``known_secrets``: re-read with each snapshot (body logging on), else never built."""
+    """``load`` reads a snapshot, ``find_key`` one active client key by hash, ``find_bearer`` a
+    signed-in developer's access token by hash (each synchronous, run on a worker thread): the
+    database's by default, a test's own when it builds the app. ``known_secrets``: re-read with
+    each snapshot (body logging on), else never built.
+
+    Bearer tokens are remembered for the configuration TTL (never past their expiry): a token
+    revoked, or a developer deactivated, in this process is forgotten at once (the signal
+    ``signin.signals.sign_ins_changed``), in another process within the TTL."""
+
+    BEARERS_HELD = 10_000  # past this many remembered tokens the memory starts over
 
     def __init__(self, ttl: float, load: Callable[[], Snapshot] = _load,
                  find_key: Callable[[str], KeyInfo | None] = _find_key,
-                 known_secrets: KnownSecrets | None = None) -> None:
+                 known_secrets: KnownSecrets | None = None,
+                 find_bearer: Callable[[str], BearerFound | None] = _find_bearer) -> None:
         self._ttl = ttl
         self._load = load
         self._find_key = find_key
+        self._find_bearer = find_bearer
+        self._bearers: dict[str, tuple[KeyInfo | str | None, float]] = {}
         self.known_secrets = known_secrets
         self._snap = Snapshot()
         self._refresh = Refresh(self._reread, "configuration")
+        from signin.signals import sign_ins_changed
+
+        sign_ins_changed.connect(self._forget_bearers, weak=True)
 
     async def get(self) -> Snapshot:
         await self._refresh.ensure(self._ttl)
@@ -144,6 +175,26 @@ class SnapshotCache:
         """An active client key read afresh: one created since the snapshot was taken is found here."""
 
         return await hop(self._find_key, key_hash)
+
+    async def find_bearer(self, token_hash: str) -> KeyInfo | str | None:
+        """The caller an access token stands for, why it is refused, or None for one never issued."""
+
+        now = time.time()
+        held = self._bearers.get(token_hash)
+        if held is not None and held[1] > now:
+            return held[0]
+        found = await hop(self._find_bearer, token_hash)
+        caller, until = found if found is not None else (None, now + self._ttl)
+        if self._ttl > 0:
+            if len(self._bearers) >= self.BEARERS_HELD:
+                self._bearers.clear()
+            self._bearers[token_hash] = (caller, min(until, now + self._ttl))
+        if isinstance(caller, KeyInfo) and until <= now:
+            return "This sign-in has expired: sign in to the gateway again (/login)"
+        return caller
+
+    def _forget_bearers(self, **_: Any) -> None:
+        self._bearers.clear()
 
     async def _reread(self) -> None:
         self._snap = await hop(self._read)

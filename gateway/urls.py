@@ -10,4 +10,5 @@ urlpatterns = [
     path("", pages.root),
     path("admin/", admin.site.urls),
     path("dashboard/", include("dashboard.urls")),
+    path("", include("signin.urls")),  # Claude Code's sign-in: OAuth endpoints and the verification page
 ]

@@ -6,7 +6,7 @@ table, never imports the views, which take the app object.
 
 from __future__ import annotations
 
-from ..endpoints import stored, views
+from ..endpoints import managed, oauth, stored, views
 from ..endpoints import websocket as responses_socket
 from .routes import Route, RouteTable
 
@@ -26,6 +26,13 @@ def api_routes() -> RouteTable:
         Route("/v1/responses/{response_id}/cancel", stored.cancel, "responses", POST),
         Route("/v1/models", views.models, "openai_chat", GET),
         Route("/v1/models/{model_id...}", views.model, "openai_chat", GET),
+        # Claude Code's gateway protocol: the sign-in's machine endpoints (the verification page is a
+        # page: signin.urls) and the signed-in developer's managed settings.
+        Route("/.well-known/oauth-authorization-server", oauth.metadata, None, GET),
+        Route("/oauth/device_authorization", oauth.device_authorization, None, POST),
+        Route("/oauth/token", oauth.token, None, POST),
+        Route("/oauth/revoke", oauth.revoke, None, POST),
+        Route("/managed/settings", managed.managed_settings, "anthropic", GET),
         Route("/healthz", views.healthz, None, GET, served_when_stopping=True),
         Route("/readyz", views.readyz, None, GET),
         Route("/metrics", views.metrics, None, GET),

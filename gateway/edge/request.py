@@ -17,10 +17,12 @@ RawHeaders = list[tuple[bytes, bytes]]
 
 
 class ApiRequest:
-    __slots__ = ("method", "path", "query", "raw_headers", "body", "transport", "client", "_headers", "_params")
+    __slots__ = ("method", "path", "query", "raw_headers", "body", "transport", "client", "scheme", "_headers",
+                 "_params")
 
     def __init__(self, method: str, path: str, query: str = "", raw_headers: RawHeaders | None = None,
-                 body: bytes = b"", transport: str = "http", client: tuple[str, int] | None = None) -> None:
+                 body: bytes = b"", transport: str = "http", client: tuple[str, int] | None = None,
+                 scheme: str = "http") -> None:
         self.method = method
         self.path = path
         self.query = query  # the raw query string, without "?"
@@ -28,6 +30,7 @@ class ApiRequest:
         self.body = body
         self.transport = transport  # "http", or "websocket" for a turn of a Responses socket
         self.client = client  # (host, port) of the peer, as the server saw it
+        self.scheme = scheme  # "http" or "https" as the server saw it (a TLS proxy in front: see the settings)
         self._headers: dict[str, str] | None = None
         self._params: dict[str, str] | None = None
 
@@ -37,7 +40,7 @@ class ApiRequest:
         query = scope.get("query_string", b"")
         return cls(scope.get("method", "GET"), scope["path"], query.decode("latin-1") if query else "",
                    list(scope.get("headers", ())) if raw_headers is None else raw_headers, body, transport,
-                   scope.get("client"))
+                   scope.get("client"), "https" if scope.get("scheme") in ("https", "wss") else "http")
 
     @property
     def headers(self) -> Mapping[str, str]:

@@ -1,17 +1,34 @@
-"""Client authentication: the key from ``Authorization: Bearer`` (or ``x-api-key``)."""
+"""Who is calling: a client key or a signed-in developer's bearer token, from ``Authorization: Bearer``
+(or ``x-api-key``), turned into the caller's :class:`KeyInfo`.
+
+:func:`identify` is the one place a presented credential becomes a caller, for every endpoint:
+a client key is found by its hash in the snapshot (or read afresh); an access token from the
+sign-in (``signin``, Claude Code's gateway protocol) acts as its developer's own key, with the
+client they signed in with as the caller's ``surface``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from accounts.secrets import hash_client_key
+from signin.codes import looks_like_bearer
 
 from ..edge.request import ApiRequest
 from ..errors import AuthenticationFailed
 from ..state import KeyInfo, Snapshot
 
-# A key by hash, read afresh (``SnapshotCache.find_key``).
-FindKey = Callable[[str], Awaitable[KeyInfo | None]]
+# The client gives up at once on a 401 that says so, instead of retrying for minutes (the protocol's
+# Errors table): a credential that was refused now will be refused again.
+NO_RETRY = {"x-should-retry": "false"}
+
+
+class Credentials(Protocol):
+    """Where callers are found (``gateway.state.SnapshotCache``)."""
+
+    async def find_key(self, key_hash: str) -> KeyInfo | None: ...
+
+    async def find_bearer(self, token_hash: str) -> KeyInfo | str | None: ...
 
 
 def presented_key(request: ApiRequest, allow_x_api_key: bool) -> str | None:
@@ -23,16 +40,31 @@ def presented_key(request: ApiRequest, allow_x_api_key: bool) -> str | None:
     return None
 
 
-async def authenticate(request: ApiRequest, snap: Snapshot, allow_x_api_key: bool, find_key: FindKey) -> KeyInfo:
+async def identify(plain: str, snap: Snapshot, credentials: Credentials) -> KeyInfo:
+    """The caller a presented credential stands for; AuthenticationFailed (401, no retry) for one
+    that is unknown, revoked or expired."""
+
+    digest = hash_client_key(plain)
+    info = snap.keys.get(digest)
+    if info is not None:
+        return info
+    if looks_like_bearer(plain):
+        found = await credentials.find_bearer(digest)
+        if isinstance(found, KeyInfo):
+            return found
+        if isinstance(found, str):
+            raise AuthenticationFailed(found, headers=dict(NO_RETRY))
+    # Keys created since the snapshot was taken are found here; unknown ones cost one indexed query.
+    info = await credentials.find_key(digest)
+    if info is None:
+        raise AuthenticationFailed("Invalid API key", headers=dict(NO_RETRY))
+    return info
+
+
+async def authenticate(request: ApiRequest, snap: Snapshot, allow_x_api_key: bool,
+                       credentials: Credentials) -> KeyInfo:
     plain = presented_key(request, allow_x_api_key)
     if not plain:
         raise AuthenticationFailed("Missing API key: send it as 'Authorization: Bearer <key>'"
                                    + (" or 'x-api-key'" if allow_x_api_key else ""))
-    digest = hash_client_key(plain)
-    info = snap.keys.get(digest)
-    if info is None:
-        # Keys created since the snapshot was taken are found here; unknown ones cost one indexed query.
-        info = await find_key(digest)
-    if info is None:
-        raise AuthenticationFailed("Invalid API key")
-    return info
+    return await identify(plain, snap, credentials)

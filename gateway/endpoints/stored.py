@@ -25,7 +25,7 @@ MAX_LIMIT = 100
 
 async def _key(gw: Gateway, request: ApiRequest) -> KeyInfo:
     snap = await gw.config.get()
-    key = await authenticate(request, snap, False, gw.config.find_key)
+    key = await authenticate(request, snap, False, gw.config)
     await gw.limits.check_rate(key)
     return key
 

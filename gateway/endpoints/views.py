@@ -17,6 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from accounts.db import DatabaseUnavailable, hop
 from accounts.outcomes import ErrorClass
+from signin import hints
 from translation import ir, registry, sse
 from translation.ids import new_id
 from translation.protocol import ProtocolModule
@@ -83,7 +84,7 @@ def parse_request(proto: ProtocolModule, body: Any) -> ir.Request:
 
 
 def _log_rejected(gw: Gateway, proto: ProtocolModule, key: KeyInfo | None, body: Any, err: GatewayError,
-                  transport: str) -> None:
+                  request: ApiRequest) -> None:
     """The row of a request refused before dispatch. A refused key is logged as no key at all: what
     was presented is never stored, whether a typo of a real key or a guess."""
 
@@ -92,7 +93,9 @@ def _log_rejected(gw: Gateway, proto: ProtocolModule, key: KeyInfo | None, body:
         request_id=new_id("req_"), client_protocol=proto.NAME, client_key_id=key.id if key else None,
         client_key_name=key.name if key else "", model_requested=model if isinstance(model, str) else "",
         stream=bool(isinstance(body, dict) and body.get("stream") is True),
-        status=status_of(err), error_class=err.error_class, transport=transport,
+        status=status_of(err), error_class=err.error_class, transport=request.transport,
+        user_id=key.user_id if key else None, team_id=key.team_id if key else None,
+        surface=key.surface if key else "", **(hints.read(request.headers) if key else {}),
     ))
 
 
@@ -109,7 +112,7 @@ async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_ap
     ex: Exchange | None = None
     try:
         snap = await gw.config.get()
-        key = await authenticate(request, snap, allow_x_api_key, gw.config.find_key)
+        key = await authenticate(request, snap, allow_x_api_key, gw.config)
         await gw.limits.check_rate(key)
         body = parse_body(request)
         if stateful:
@@ -136,7 +139,7 @@ async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_ap
             ex.record.latency_ms = ex.elapsed_ms()
             gw.log.submit(ex.record)
         elif key is not None or isinstance(err, AuthenticationFailed):
-            _log_rejected(gw, proto, key, body, err, request.transport)
+            _log_rejected(gw, proto, key, body, err, request)
         return error_response(proto.NAME, err)
     except asyncio.CancelledError:
         # The client hung up (or the gateway is stopping) before the answer: the request keeps its row.
@@ -207,7 +210,7 @@ async def _serve_compact(gw: Gateway, ex: Exchange) -> ApiResponse:
 async def count_tokens(gw: Gateway, request: ApiRequest) -> ApiResponse:
     try:
         snap = await gw.config.get()
-        key = await authenticate(request, snap, True, gw.config.find_key)
+        key = await authenticate(request, snap, True, gw.config)
         await gw.limits.check_rate(key)
         return await count_input_tokens(gw, parse_body(request), key, snap, request.headers, request.query)
     except GatewayError as err:
@@ -220,7 +223,7 @@ async def models(gw: Gateway, request: ApiRequest) -> ApiResponse:
     anthropic = model_shapes.wants_anthropic(request)
     try:
         snap = await gw.config.get()
-        key = await authenticate(request, snap, True, gw.config.find_key)
+        key = await authenticate(request, snap, True, gw.config)
         entries = await gw.models.entries(snap, lambda model: may_use(key, model))
         if anthropic:
             return json_response(model_shapes.anthropic_page(entries, request.params))
@@ -237,7 +240,7 @@ async def model(gw: Gateway, request: ApiRequest, model_id: str) -> ApiResponse:
     anthropic = model_shapes.wants_anthropic(request)
     try:
         snap = await gw.config.get()
-        key = await authenticate(request, snap, True, gw.config.find_key)
+        key = await authenticate(request, snap, True, gw.config)
         entry = entry_for(model_id, snap) if may_use(key, model_id) else None
         if entry is None:
             raise ModelNotFound(f"The model '{shown(model_id)}' does not exist or is not available to this key",

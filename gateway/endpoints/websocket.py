@@ -137,7 +137,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
     async def connect(self) -> None:
         try:
             snap = await self.gateway.config.get()
-            await authenticate(turn_request(self.scope, b""), snap, False, self.gateway.config.find_key)
+            await authenticate(turn_request(self.scope, b""), snap, False, self.gateway.config)
         except (GatewayError, DatabaseUnavailable) as exc:
             err = exc if isinstance(exc, GatewayError) else unavailable(exc)
             # Accepted to say why: a refused handshake reaches most clients as a bare 403.

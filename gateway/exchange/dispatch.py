@@ -32,6 +32,7 @@ from django.utils import timezone
 from accounts.outcomes import ErrorClass, Verdict
 from accounts.redact import redact
 from accounts.rules import classify
+from signin import hints
 from translation import ir, registry, sse
 from translation.fold import Folder
 from translation.passthrough import model_rewrite
@@ -97,6 +98,8 @@ class Exchange:
             client_key_name=self.key.name, upstream_protocol=self.route.provider.protocol,
             provider_id=self.route.provider.id, model_requested=self.request.model,
             model_sent=self.route.upstream_model, stream=self.request.stream,
+            user_id=self.key.user_id, team_id=self.key.team_id, surface=self.key.surface,
+            **hints.read(self.headers),
         )
 
     def elapsed_ms(self) -> int:

@@ -31,6 +31,9 @@ class LogRecord:
     client_protocol: str
     client_key_id: int | None = None
     client_key_name: str = ""
+    user_id: int | None = None  # the developer (signed in, or the key's own), their team, their client
+    team_id: int | None = None
+    surface: str = ""
     upstream_protocol: str = ""
     provider_id: int | None = None
     account_id: int | None = None
@@ -50,6 +53,11 @@ class LogRecord:
     finish_reason: str = ""
     request_body: str = ""
     response_body: str = ""
+    # Claude Code's hint headers (signin.hints): sensitive, never logged in plain text.
+    cc_request_class: str = ""
+    cc_agent_type: str = ""
+    cc_prompt_id: str = ""
+    cc_settings_checksum: str = field(default="", repr=False)
     created_at: Any = field(default_factory=timezone.now)
     cost: Decimal | None = None  # USD: set by the log writer when it prices the row (gateway.log.writer)
 

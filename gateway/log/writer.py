@@ -248,7 +248,9 @@ class LogWriter:
         return written, kept
 
     def _write(self, batch: list[LogRecord]) -> None:
-        from accounts.models import Account, ApiKey, Provider
+        from django.contrib.auth import get_user_model
+
+        from accounts.models import Account, ApiKey, Provider, Team
 
         # An account, provider or key deleted since the request ran must not fail the
         # whole batch on its foreign key: its rows are kept with the reference cleared.
@@ -257,6 +259,8 @@ class LogWriter:
             "account_id": _present(Account, {r.account_id for r in batch}),
             "provider_id": prices,
             "client_key_id": _present(ApiKey, {r.client_key_id for r in batch}),
+            "user_id": _present(get_user_model(), {r.user_id for r in batch}),
+            "team_id": _present(Team, {r.team_id for r in batch}),
         }
         for r in batch:
             for attr, ids in live.items():
@@ -375,7 +379,7 @@ def _insert_rows(cursor: Any, batch: list[LogRecord], costs: list[Decimal | None
     as_row = operator.itemgetter(*(f.attname for f in fields))
     adapt_datetime = conn.ops.adapt_datetimefield_value
     cursor.executemany(sql, [as_row(vars(r) | {
-        "created_at": adapt_datetime(r.created_at),
+        "created_at": adapt_datetime(r.created_at), "surface": r.surface[:100],
         "model_requested": r.model_requested[:200], "model_sent": r.model_sent[:200],
         "error_class": r.error_class[:60], "finish_reason": r.finish_reason[:40],
         "attempts": _attempts_json(r.attempts), "attempt_count": len(r.attempts), "cost": cost,

@@ -15,6 +15,8 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,6 +112,81 @@ def claude_code(gateway_url: str, key: str, model: str, prompt: str, tmp: Path) 
     command = [executable("claude"), "-p", prompt, "--output-format", "stream-json", "--verbose",
                "--model", model, "--allowedTools", "Bash"]
     return run(command, work, env)
+
+
+def claude_code_env(home: Path, model: str, retries: bool = False, **extra: str) -> dict[str, str]:
+    """The sealed environment of ``claude`` with its own config directory; ``retries``: the client's
+    own retry policy (off by default, as in :func:`claude_code`)."""
+
+    return sealed_env(
+        home, CLAUDE_CONFIG_DIR=str(home / ".claude"), ANTHROPIC_SMALL_FAST_MODEL=model,
+        ANTHROPIC_DEFAULT_HAIKU_MODEL=model, CLAUDE_CODE_SUBAGENT_MODEL=model, DISABLE_TELEMETRY="1",
+        DISABLE_ERROR_REPORTING="1", DISABLE_AUTOUPDATER="1", DISABLE_BUG_COMMAND="1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY="1",
+        CLAUDE_CODE_DISABLE_TERMINAL_TITLE="1", **({} if retries else {"CLAUDE_CODE_MAX_RETRIES": "0"}), **extra)
+
+
+@dataclass
+class GatewayLogin:
+    """``claude auth login --gateway-json``: the CLI's sign-in to a gateway, driven as the VS Code
+    extension drives it (one JSON object a line each way), the developer's approval done by ``approve``."""
+
+    states: list[dict[str, Any]]
+    returncode: int | None
+    stderr: str
+
+    @property
+    def names(self) -> list[str]:
+        return [s["state"] for s in self.states]
+
+    def transcript(self) -> str:
+        return f"\n[exit {self.returncode}]\n" + "\n".join(json.dumps(s) for s in self.states) + f"\n{self.stderr[-4000:]}"
+
+
+def claude_code_gateway_login(gateway_url: str, home: Path, approve: Callable[[str], None]) -> GatewayLogin:
+    """Sign ``claude`` in to the gateway through the device flow. The user settings name the gateway
+    (``forceLoginMethod: gateway``), which is what offers the JSON sign-in; each question the CLI asks
+    (the URL, trusting the loopback gateway, the account the token names) is answered yes, and when
+    it shows the code, ``approve(user_code)`` approves it on the verification page."""
+
+    config = home / ".claude"
+    config.mkdir(parents=True, exist_ok=True)
+    settings = {"forceLoginMethod": "gateway", "forceLoginGatewayUrl": gateway_url}
+    (config / "settings.json").write_text(json.dumps(settings))
+    proc = subprocess.Popen([executable("claude"), "auth", "login", "--gateway-json"], cwd=home,
+                            env=claude_code_env(home, "unused"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, bufsize=1, start_new_session=True)
+    timer = threading.Timer(RUN_SECONDS, lambda: os.killpg(proc.pid, signal.SIGKILL))
+    timer.start()
+    states: list[dict[str, Any]] = []
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        for line in proc.stdout:
+            if not line.startswith("{"):
+                continue
+            state = json.loads(line)
+            states.append(state)
+            if state["state"] in ("url_input", "trust_prompt", "confirm_account"):
+                proc.stdin.write(json.dumps({"state": state["state"], "shown": state.get("shown"), "accept": True})
+                                 + "\n")
+                proc.stdin.flush()
+            elif state["state"] == "polling":
+                approve(state["userCode"])
+            elif state["state"] in ("done", "error"):
+                break
+        proc.stdin.close()
+        code: int | None = proc.wait(timeout=30)
+    finally:
+        timer.cancel()
+    return GatewayLogin(states, code if code is not None and code >= 0 else None, proc.stderr.read())
+
+
+def claude_code_signed_in(home: Path, work: Path, model: str, prompt: str, retries: bool = False) -> Run:
+    """``claude -p`` as a developer signed in to the gateway (no base URL, no key: the stored sign-in)."""
+
+    command = [executable("claude"), "-p", prompt, "--output-format", "stream-json", "--verbose",
+               "--model", model, "--allowedTools", "Bash"]
+    return run(command, work, claude_code_env(home, model, retries))
 
 
 # ------------------------------------------------------------------ Codex CLI

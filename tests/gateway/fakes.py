@@ -90,7 +90,8 @@ def config(snap: Snapshot, ttl: float = 3600.0, find_key: Callable[[str], KeyInf
            ) -> SnapshotCache:
     """The real configuration cache, reading ``snap`` instead of the database."""
 
-    return SnapshotCache(ttl, load=lambda: snap, find_key=find_key or (lambda digest: None))
+    return SnapshotCache(ttl, load=lambda: snap, find_key=find_key or (lambda digest: None),
+                         find_bearer=lambda digest: None)
 
 
 def account(pk: int, secret: str, provider_id: int = 1, label: str = "") -> Account:

@@ -25,9 +25,13 @@ class Lookups:
         self.found = {hash_client_key(k): v for k, v in (found or {}).items()}
         self.asked: list[str] = []
 
-    async def __call__(self, digest: str) -> KeyInfo | None:
+    async def find_key(self, digest: str) -> KeyInfo | None:
         self.asked.append(digest)
         return self.found.get(digest)
+
+    async def find_bearer(self, digest: str) -> KeyInfo | str | None:
+        self.asked.append(digest)
+        return None
 
 
 def auth(headers: dict[str, str], allow_x_api_key: bool = False, lookups: Lookups | None = None) -> KeyInfo:
