@@ -13,7 +13,8 @@ A system message in the middle of ``messages`` is unlocked by either of two beta
 names ``mid-conversation-system-2026-04-07``; 2.1.332 names
 ``mid-conversation-tool-changes-2026-07-01`` instead, whose system messages may also add and
 remove tools (``tool_addition`` / ``tool_removal`` blocks). A tool with ``defer_loading``
-(2.1.332's deferred tool loading) needs ``advanced-tool-use-2025-11-20``.
+(2.1.332's deferred tool loading) needs ``advanced-tool-use-2025-11-20``, or the tool search beta
+``tool-search-tool-2025-10-19`` that 2.1.332 names instead when signed in to a gateway.
 
 The other betas of those captures (``claude-code-20250219``,
 ``interleaved-thinking-2025-05-14``, ``thinking-token-count-2026-05-13``,
@@ -69,7 +70,7 @@ BETA_FIELDS: tuple[BetaField, ...] = (
     BetaField("effort-2025-11-24", _effort, EXTRA),
     BetaField("mid-conversation-system-2026-04-07", _system_message,
               "Input should be 'user' or 'assistant'", also=("mid-conversation-tool-changes-2026-07-01",)),
-    BetaField("advanced-tool-use-2025-11-20", _deferred_tool, EXTRA),
+    BetaField("advanced-tool-use-2025-11-20", _deferred_tool, EXTRA, also=("tool-search-tool-2025-10-19",)),
 )
 
 

@@ -89,6 +89,11 @@ def test_claude_code_request_passes_with_its_own_header_and_fails_without_each_o
         assert resp.json()["error"]["message"].startswith(f"{path}: "), resp.text
 
 
+def test_a_deferred_tool_is_unlocked_by_the_tool_search_beta_too(http: httpx.Client) -> None:
+    body = {**BASE, **GATED[3][0]}
+    assert post(http, body, ["claude-code-20250219,tool-search-tool-2025-10-19"]).status_code == 200
+
+
 def test_a_system_message_is_unlocked_by_the_tool_changes_beta_too(http: httpx.Client) -> None:
     body = {**BASE, **GATED[2][0]}
     assert post(http, body, ["mid-conversation-tool-changes-2026-07-01"]).status_code == 200
