@@ -11,9 +11,11 @@ from django.db import models
 
 
 class StoredResponse(models.Model):
-    # The id the client was given: the upstream's own on a Responses passthrough, the gateway's otherwise.
-    response_id = models.CharField(max_length=200, unique=True)
-    client_key_id = models.BigIntegerField(null=True, db_index=True)
+    # The id the client was given: the upstream's own on a Responses passthrough (unless this key holds
+    # that id already: then the gateway's), the gateway's otherwise. Unique per client key, so that
+    # an upstream that repeats ids can never make one key's answer replace or hide another's.
+    response_id = models.CharField(max_length=200)
+    client_key_id = models.BigIntegerField(null=True)
     previous_response_id = models.CharField(max_length=200, blank=True, default="")
     model = models.CharField(max_length=200, blank=True, default="")
     upstream_protocol = models.CharField(max_length=20, blank=True, default="")
@@ -26,6 +28,7 @@ class StoredResponse(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["client_key_id", "response_id"], name="stored_response_per_key")]
 
     def __str__(self) -> str:
         return self.response_id

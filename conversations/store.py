@@ -73,15 +73,24 @@ def save(entry: Entry) -> None:
 
 
 def save_many(entries: list[Entry]) -> None:
-    """Store these answers in one transaction (one commit for a group: gateway.exchange.conversation's saver).
-    The same id again (an upstream that repeats ids) replaces the row: the newer answer is the one the
-    client holds."""
+    """Store these answers in one transaction (one commit for a group: gateway.exchange.conversation's store).
 
-    latest = {e.response_id: e for e in entries}  # within one group too, the last one wins
-    rows = [StoredResponse(response_id=rid, **_values(e)) for rid, e in latest.items()]
+    An id is unique per client key. The gateway gives a key's answer an id of its own when the
+    upstream repeats one the key holds (``taken``), so the same (key, id) again arrives only from two
+    processes racing with the same repeated id: the newer answer then replaces the row."""
+
+    latest = {(e.client_key_id, e.response_id): e for e in entries}  # within one group too, the last one wins
+    rows = [StoredResponse(response_id=rid, **_values(e)) for (_, rid), e in latest.items()]
+    fields = [name for name in _values(entries[0]) if name != "client_key_id"]
     with transaction.atomic():
-        StoredResponse.objects.bulk_create(rows, update_conflicts=True, unique_fields=["response_id"],
-                                           update_fields=list(_values(entries[0])))
+        StoredResponse.objects.bulk_create(rows, update_conflicts=True, unique_fields=["client_key_id", "response_id"],
+                                           update_fields=fields)
+
+
+def taken(response_id: str, client_key_id: int | None) -> bool:
+    """Whether this key holds an answer of that id already."""
+
+    return StoredResponse.objects.filter(response_id=response_id, client_key_id=client_key_id).exists()
 
 
 def find(response_id: str, client_key_id: int | None) -> Entry | None:

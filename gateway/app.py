@@ -78,7 +78,8 @@ class Gateway:
                                               known_secrets=KnownSecrets() if options.log_bodies else None)
         self.metrics = RequestMetrics(lambda: self.config.latest.providers)
         self.metrics_collectors = (AccountsCollector(),)  # read at each scrape, on a worker thread
-        self.conversations = conversation.Saver()  # stored Responses answers, committed in groups
+        # stored Responses answers: written behind, read through a cache of the recent ones
+        self.conversations = conversation.Conversations(wait=options.responses_wait)
         self.log = log_writer or LogWriter(options.log_batch_seconds, sinks,
                                            options.log_body_limit if options.log_bodies else None, spool,
                                            known_secrets=self.config.known_secrets,
@@ -134,6 +135,7 @@ class Gateway:
         self._tasks.clear()
         await self.health.aclose()
         await self.alerts.aclose()
+        await self.conversations.flush()
         await hop(self.flush)
         await self.upstream.aclose()
         await self.pool.aclose()

@@ -42,6 +42,9 @@ class Options:
     metrics_token: str = dataclasses.field(default="", repr=False)
     alert_retry_seconds: float = 10.0
     alert_timeout: float = 10.0
+    # How long a read of a stored Responses answer this process does not have waits for another
+    # process to commit it before it says unknown (answers are written behind).
+    responses_wait: float = 1.0
     database_vendor: str = "sqlite"  # "sqlite" | "postgresql": which pool the app builds
     # What compaction summaries are sealed with (gateway.endpoints.sealing); kept out of any repr.
     sealing_key: str = dataclasses.field(default="", repr=False)
@@ -76,6 +79,7 @@ class Options:
             metrics_token=settings.GATEWAY_METRICS_TOKEN,
             alert_retry_seconds=settings.GATEWAY_ALERT_RETRY_SECONDS,
             alert_timeout=settings.GATEWAY_ALERT_TIMEOUT,
+            responses_wait=settings.GATEWAY_RESPONSES_WAIT_SECONDS,
             database_vendor="postgresql" if engine.endswith("postgresql") else "sqlite",
             sealing_key=settings.GATEWAY_ENCRYPTION_KEY or settings.SECRET_KEY,
         )

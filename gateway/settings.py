@@ -202,6 +202,9 @@ GATEWAY_ALERT_TIMEOUT = env.float("GATEWAY_ALERT_TIMEOUT", default=10.0)
 # Responses answered on /v1/responses are kept (unless the request says store: false) for
 # previous_response_id and GET /v1/responses/{id}; prunelogs deletes those older than this.
 GATEWAY_RESPONSES_RETENTION_DAYS = env.int("GATEWAY_RESPONSES_RETENTION_DAYS", default=30)
+# Stored answers are committed behind the answer: a read on another process waits this long for the commit
+# before it calls an id unknown (gateway.exchange.conversation).
+GATEWAY_RESPONSES_WAIT_SECONDS = env.float("GATEWAY_RESPONSES_WAIT_SECONDS", default=1.0)
 WHITENOISE_USE_FINDERS = True  # admin and dashboard assets are served even before collectstatic
 
 # Developers signing in (Claude Code's gateway protocol, the signin app; README "Developer sign-in").

@@ -8,8 +8,6 @@ be cancelled: a known id gets the API's 400 for a response that was not created 
 
 from __future__ import annotations
 
-from accounts.db import hop
-from conversations import store
 from translation.responses import conversation as items
 
 from ..app import Gateway
@@ -33,10 +31,10 @@ async def _key(gw: Gateway, request: ApiRequest) -> KeyInfo:
 async def response(gw: Gateway, request: ApiRequest, response_id: str) -> ApiResponse:
     key = await _key(gw, request)
     if request.method == "DELETE":
-        if not await hop(store.delete, response_id, key.id):
+        if not await gw.conversations.delete(response_id, key.id):
             raise unknown(response_id)
         return json_response({"id": response_id, "object": "response", "deleted": True})
-    entry = await hop(store.find, response_id, key.id)
+    entry = await gw.conversations.find(response_id, key.id)
     if entry is None:
         raise unknown(response_id)
     return json_response(entry.response)
@@ -61,7 +59,7 @@ async def input_items(gw: Gateway, request: ApiRequest, response_id: str) -> Api
     if order not in ("asc", "desc"):
         raise InvalidRequest("order: must be 'asc' or 'desc'", "order")
     limit = _limit(query.get("limit"))
-    found = await hop(store.find_with_input, response_id, key.id)
+    found = await gw.conversations.find_with_input(response_id, key.id)
     if found is None:
         raise unknown(response_id)
     return json_response(items.page(found[1], limit, order, query.get("after"), query.get("before")))
@@ -69,7 +67,7 @@ async def input_items(gw: Gateway, request: ApiRequest, response_id: str) -> Api
 
 async def cancel(gw: Gateway, request: ApiRequest, response_id: str) -> ApiResponse:
     key = await _key(gw, request)
-    if await hop(store.find, response_id, key.id) is None:
+    if await gw.conversations.find(response_id, key.id) is None:
         raise unknown(response_id)
     raise InvalidRequest("Only responses created with background=true can be cancelled; the gateway answers "
                          "every response in the foreground, so this one has already finished.")

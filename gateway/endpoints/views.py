@@ -117,7 +117,7 @@ async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_ap
         body = parse_body(request)
         if stateful:
             conversation.refuse_background(body)
-        previous = await conversation.previous_of(body, key) if stateful else None
+        previous = await conversation.previous_of(body, key, gw.conversations) if stateful else None
         ireq = parse_request(proto, body)
         check_allowed(key, ireq.model)  # before routing: a name the key may not use is not looked up
         route = resolve(ireq.model, snap)

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from accounts.db import DatabaseUnavailable, hop
 from conversations import store
+from translation.ids import new_id
 from translation.responses import conversation as items
 
 from ..errors import InvalidRequest, UnknownResponse
@@ -102,7 +104,7 @@ class Previous:
         return items.expanded(body, items.replayable(self.items(provider_id)))
 
 
-async def previous_of(body: dict[str, Any], key: KeyInfo) -> Previous | None:
+async def previous_of(body: dict[str, Any], key: KeyInfo, stored: Conversations) -> Previous | None:
     """The conversation ``body`` continues, or None; a 404 for an id this key does not have."""
 
     wanted = body.get(PARAM)
@@ -111,7 +113,7 @@ async def previous_of(body: dict[str, Any], key: KeyInfo) -> Previous | None:
     if not isinstance(wanted, str) or not wanted:
         raise InvalidRequest(f"{PARAM}: must be a non-empty string", PARAM)
     try:
-        return Previous(await hop(store.chain, wanted, key.id))
+        return Previous(await stored.chain(wanted, key.id))
     except store.MissingLink as exc:
         if exc.response_id == wanted:
             raise unknown(wanted, PARAM) from exc
@@ -134,59 +136,159 @@ def keeps(body: dict[str, Any]) -> bool:
     return body.get("store") is not False
 
 
-class Saver:
-    """Answers stored in groups: each ``save`` waits until its answer is committed (a follow-up sent
-    the moment the client has the last event must find it, on any process), but the answers that
-    arrive while a commit is running share the next one. One commit per answer, each waiting its
-    turn for the database, capped Responses traffic at what one connection commits (half the
-    throughput of unstored answers on SQLite)."""
+class Conversations:
+    """The stored answers, written behind and read through a cache of the recent ones.
 
-    def __init__(self) -> None:
-        self._waiting: list[tuple[store.Entry, asyncio.Future[None]]] = []
-        self._running = False
+    ``keep`` puts an answer in this process's cache and queues it for the database: the client's
+    last event no longer waits for a commit. A commit takes every answer queued while the one
+    before it ran (one transaction for a group), so storing costs about one row's insert per answer,
+    off the request. Reads look in the cache first, so a follow-up sent to this process the moment
+    the client has the last event finds its answer before it is committed; on another process the
+    read finds nothing yet, so it asks the database again for up to ``wait`` seconds before it says
+    the id is unknown (a commit takes milliseconds; only an id that really is unknown waits it out).
 
-    async def save(self, entry: store.Entry) -> None:
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.append((entry, done))
-        if not self._running:
-            self._running = True
-            asyncio.get_running_loop().create_task(self._commit_groups())
-        await done
+    The cache holds the ``capacity`` most recent answers, and every answer not yet committed (a
+    database that is away keeps them queued, retried at the next commit)."""
 
-    async def _commit_groups(self) -> None:
-        try:
-            while self._waiting:
-                group, self._waiting = self._waiting, []
-                try:
-                    await hop(store.save_many, [entry for entry, _ in group])
-                except Exception as exc:  # noqa: BLE001 - each waiting request hears it and logs it
-                    for _, done in group:
-                        if not done.done():
-                            done.set_exception(exc)
-                else:
-                    for _, done in group:
-                        if not done.done():
-                            done.set_result(None)
-        finally:
-            self._running = False
+    def __init__(self, capacity: int = 4096, wait: float = 2.0, poll: float = 0.05) -> None:
+        self.capacity = capacity
+        self.wait = wait
+        self.poll = poll
+        self._recent: OrderedDict[tuple[int | None, str], store.Entry] = OrderedDict()
+        self._queued: list[store.Entry] = []
+        self._committing: asyncio.Task[None] | None = None
+
+    # ---------------------------------------------------------------- writing
+
+    def keep(self, entry: store.Entry) -> None:
+        key = (entry.client_key_id, entry.response_id)
+        self._recent[key] = entry
+        self._recent.move_to_end(key)
+        self._queued.append(entry)
+        self._trim()
+        if self._committing is None or self._committing.done():
+            self._committing = asyncio.get_running_loop().create_task(self._commit())
+
+    async def _commit(self) -> None:
+        while self._queued:
+            group, self._queued = self._queued, []
+            try:
+                await hop(store.save_many, group)
+            except Exception:  # noqa: BLE001 - kept queued (and served from the cache) for the next try
+                log.warning("%d stored answer(s) not committed yet; retrying", len(group), exc_info=True)
+                self._queued[:0] = group
+                await asyncio.sleep(1.0)
+            self._trim()
+
+    def _trim(self) -> None:
+        pending = {id(e) for e in self._queued}
+        while len(self._recent) > self.capacity:
+            oldest_key, oldest = next(iter(self._recent.items()))
+            if id(oldest) in pending:
+                break  # an answer not committed yet stays, however many there are
+            del self._recent[oldest_key]
+
+    async def flush(self) -> None:
+        """Commit what is queued (the gateway stopping)."""
+
+        while self._committing is not None and not self._committing.done():
+            await asyncio.wait({self._committing}, timeout=5.0)
+            if self._queued and self._committing.done():
+                self._committing = asyncio.get_running_loop().create_task(self._commit())
+
+    # ---------------------------------------------------------------- reading
+
+    def _cached(self, response_id: str, key_id: int | None) -> store.Entry | None:
+        return self._recent.get((key_id, response_id))
+
+    async def taken(self, response_id: str, key_id: int | None) -> bool:
+        """Whether ``key_id`` holds an answer of that id already (here or in the database)."""
+
+        return self._cached(response_id, key_id) is not None or await hop(store.taken, response_id, key_id)
+
+    async def find(self, response_id: str, key_id: int | None) -> store.Entry | None:
+        entry = self._cached(response_id, key_id)
+        if entry is not None:
+            return entry
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.wait
+        while True:
+            # another process may be committing the answer right now
+            found = await hop(store.find, response_id, key_id)
+            if found is not None or loop.time() >= deadline:
+                return found
+            await asyncio.sleep(self.poll)
+
+    async def chain(self, response_id: str, key_id: int | None) -> list[store.Entry]:
+        """The response and every one before it, oldest first (``store.chain``), the recent ones from
+        the cache; MissingLink names the first one missing."""
+
+        newest: list[store.Entry] = []
+        wanted = response_id
+        while len(newest) < store.MAX_CHAIN:
+            entry = self._cached(wanted, key_id)
+            if entry is None:
+                break
+            newest.append(entry)
+            wanted = entry.previous_response_id
+            if not wanted:
+                return newest[::-1]
+        if len(newest) >= store.MAX_CHAIN:
+            raise store.MissingLink(wanted)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.wait
+        while True:
+            try:
+                older = await hop(store.chain, wanted, key_id)
+                break
+            except store.MissingLink as exc:
+                # Only the newest link of what is read may still be on its way from another process.
+                if exc.response_id != wanted or loop.time() >= deadline:
+                    raise
+            await asyncio.sleep(self.poll)
+        return [*older, *newest[::-1]]
+
+    async def find_with_input(self, response_id: str,
+                              key_id: int | None) -> tuple[store.Entry, list[dict[str, Any]]] | None:
+        entry = await self.find(response_id, key_id)
+        if entry is None:
+            return None
+        before = await self.chain(entry.previous_response_id, key_id) if entry.previous_response_id else []
+        return entry, [*store.conversation(before), *entry.input_items]
+
+    async def delete(self, response_id: str, key_id: int | None) -> bool:
+        cached = self._recent.pop((key_id, response_id), None)
+        if cached is not None:
+            self._queued = [e for e in self._queued if e is not cached]
+        return await hop(store.delete, response_id, key_id) or cached is not None
 
 
-async def keep(ex: Answered, response: dict[str, Any], upstream_id: str | None, saver: Saver) -> None:
-    """Store the answer ``ex`` got; a failure is logged, the client still gets its answer."""
+async def shown_id(ex: Answered, upstream_id: str | None, stored: Conversations) -> str | None:
+    """The id the client is to see for a passed-through answer that will be kept: the upstream's,
+    unless this key already holds an answer of that id (an upstream that repeats ids); then one of
+    the gateway's own, so that both stay readable. None: nothing to change."""
+
+    if not ex.passthrough or not upstream_id:
+        return None
+    try:
+        if not await stored.taken(upstream_id, ex.key.id):
+            return None
+    except DatabaseUnavailable:
+        return None  # kept under the upstream's id, as before; the newer answer wins the row
+    return new_id("resp_")
+
+
+def keep(ex: Answered, response: dict[str, Any], upstream_id: str | None, stored: Conversations) -> None:
+    """Store the answer ``ex`` got (written behind: the client does not wait for the commit)."""
 
     response_id = response.get("id")
     if not isinstance(response_id, str) or not response_id or response.get("status") == "failed":
         return
     provider = ex.route.provider
-    entry = store.Entry(
+    stored.keep(store.Entry(
         response_id=response_id, client_key_id=ex.key.id, response=response,
         input_items=items.input_items(ex.body),
         previous_response_id=ex.previous.id if ex.previous is not None else "",
         model=ex.request.model, upstream_protocol=provider.protocol, provider_id=provider.id,
-        account_id=ex.record.account_id,
-        upstream_response_id=(response_id if ex.passthrough else upstream_id) or "",
-    )
-    try:
-        await saver.save(entry)
-    except (DatabaseUnavailable, Exception):  # noqa: BLE001 - the answer itself is not lost for it
-        log.warning("response %s could not be stored", response_id, exc_info=True)
+        account_id=ex.record.account_id, upstream_response_id=upstream_id or "",
+    ))

@@ -295,14 +295,18 @@ async def _json(gw: Gateway, ex: Exchange, proto: ProtocolModule, response: Upst
     ex.record.ttfb_ms = ex.elapsed_ms()
     if ex.passthrough:
         rewrite = model_rewrite(ex.route.upstream_model, ex.request.model)
-        out = orjson.dumps(obj) if rewrite is not None and rewrite.in_object(obj) else raw
+        changed = rewrite is not None and rewrite.in_object(obj)
+        shown = await conversation.shown_id(ex, resp.id, gw.conversations) if ex.keep else None
+        if shown is not None and isinstance(obj, dict):
+            obj["id"], changed = shown, True
+        out = orjson.dumps(obj) if changed else raw
         answer = obj
     else:
         ctx = EncodeContext(model=ex.request.model, request=ex.request, body=ex.body)
         answer = ex.client.render_response(resp, ctx)
         out = orjson.dumps(answer)  # once, for the client and the log
     if ex.keep and isinstance(answer, dict):
-        await conversation.keep(ex, answer, resp.id, gw.conversations)
+        conversation.keep(ex, answer, resp.id, gw.conversations)
     _finish_record(ex, 200, resp.usage, resp.finish)
     ex.record.response_body = gw.log.keep_body(out)
     gw.log.submit(ex.record)
@@ -338,6 +342,11 @@ async def _open_stream(gw: Gateway, ex: Exchange, proto: ProtocolModule, respons
             raise _Retry(NetworkFailure.TIMEOUT if err.error_type == ir.TransportFailure.TIMEOUT
                          else NetworkFailure.LOST)
         await _judge(gw, ex, attempt, err, "", secret)
+    if ex.keep and isinstance(client, Forwarding):
+        upstream_id = next((e.id for e in events if isinstance(e, ir.MessageStart) and e.id), None)
+        shown = await conversation.shown_id(ex, upstream_id, gw.conversations)
+        if shown is not None and upstream_id is not None:
+            client.show_id(upstream_id, shown)
     ex.record.ttfb_ms = ex.elapsed_ms()
     writer = _StreamWriter(ex, stream, client, keepalive, gw.log, gw.conversations)
     body = writer.body(first)
@@ -351,9 +360,9 @@ class _StreamWriter:
     """Writes the stream for the client, with keepalives, idle timeout and a clean end."""
 
     def __init__(self, ex: Exchange, stream: UpstreamStream, client: ClientStream, keepalive: float,
-                 log_writer: LogWriter, saver: conversation.Saver) -> None:
+                 log_writer: LogWriter, stored: conversation.Conversations) -> None:
         self.ex = ex
-        self.saver = saver
+        self.stored = stored
         self.stream = stream
         self.client = client
         self.keepalive = keepalive
@@ -406,7 +415,7 @@ class _StreamWriter:
             # Bytes on the wire now, even before the first token.
             opening = b"".join([self._feed(batch) for batch in first])
             if not self.kept:
-                await self._keep()
+                self._keep()
             yield opening or sse.comment()
             while True:
                 wait = min(self.keepalive, stream.idle_timeout - stream.idle_for())
@@ -422,13 +431,13 @@ class _StreamWriter:
                     yield sse.comment()
                     continue
                 out = self._feed(item)
-                if not self.kept:  # not a coroutine per batch when there is nothing to keep
-                    await self._keep()
+                if not self.kept:
+                    self._keep()
                 if out:
                     yield out
             out = self._sent(self.client.finish())
             if not self.kept:
-                await self._keep()
+                self._keep()
             if out:
                 yield out
         except asyncio.CancelledError:
@@ -447,13 +456,14 @@ class _StreamWriter:
             stream.close()
             self._log()
 
-    async def _keep(self) -> None:
-        """Store the answer once its whole object is known, before the event that ends it goes out:
-        a follow-up the client sends on that event then finds it, on whatever process serves it."""
+    def _keep(self) -> None:
+        """Keep the answer once its whole object is known, before the event that ends it goes out: a
+        follow-up the client sends on that event then finds it (in this process's cache at once; on
+        another process once committed, which its read waits for)."""
 
         if self.client.final is not None:
             self.kept = True
-            await conversation.keep(self.ex, self.client.final, self.upstream_id, self.saver)
+            conversation.keep(self.ex, self.client.final, self.upstream_id, self.stored)
 
     def abandon(self) -> None:
         if not self.logged:

@@ -1,0 +1,185 @@
+"""Stored answers are written behind: keeping one returns at once, this process reads it from its
+cache before it is committed, another process reads it once committed (waiting briefly for the
+commit), answers that arrive during a commit share the next one, and a failed commit loses nothing."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from conversations import store
+from conversations.models import StoredResponse
+from gateway.exchange.conversation import Conversations
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def entry(n: int, text: str = "hi", previous: str = "", key: int = 1) -> store.Entry:
+    return store.Entry(response_id=f"resp_{n}", client_key_id=key, response={"id": f"resp_{n}", "output": [text]},
+                       input_items=[{"type": "message", "role": "user", "content": f"q{n}"}],
+                       previous_response_id=previous)
+
+
+def rows() -> int:
+    return StoredResponse.objects.filter(response_id__startswith="resp_").count()
+
+
+async def settled(stored: Conversations) -> None:
+    await stored.flush()
+
+
+def test_a_kept_answer_is_read_back_at_once_and_committed_behind() -> None:
+    async def go() -> None:
+        stored = Conversations()
+        stored.keep(entry(1))
+        # Not committed yet (the commit runs on a worker thread after this returns), yet found here.
+        found = await stored.find("resp_1", 1)
+        assert found is not None and found.response["output"] == ["hi"]
+        assert stored._cached("resp_1", 2) is None  # another key never sees it
+        await settled(stored)
+        assert await sync_to_async(rows)() == 1
+
+    asyncio.run(go())
+
+
+def test_another_process_finds_an_answer_once_it_is_committed_and_waits_for_the_commit() -> None:
+    async def go() -> None:
+        here, there = Conversations(), Conversations(wait=3.0, poll=0.02)
+        release = asyncio.Event()
+        real = store.save_many
+
+        def slow_save(entries: list[store.Entry]) -> None:
+            asyncio.run_coroutine_threadsafe(release.wait(), loop).result(5)
+            real(entries)
+
+        loop = asyncio.get_running_loop()
+        store.save_many = slow_save  # type: ignore[assignment]
+        try:
+            here.keep(entry(7, "late"))
+            reading = asyncio.create_task(there.find("resp_7", 1))
+            await asyncio.sleep(0.2)
+            assert not reading.done()  # the other process waits for the commit, it does not say unknown
+            release.set()
+            found = await asyncio.wait_for(reading, 5)
+            assert found is not None and found.response["output"] == ["late"]
+        finally:
+            store.save_many = real  # type: ignore[assignment]
+
+    asyncio.run(go())
+
+
+def test_an_id_nobody_holds_is_unknown_after_the_wait() -> None:
+    async def go() -> None:
+        stored = Conversations(wait=0.2, poll=0.05)
+        started = asyncio.get_running_loop().time()
+        assert await stored.find("resp_nobody", 1) is None
+        assert asyncio.get_running_loop().time() - started >= 0.2
+
+    asyncio.run(go())
+
+
+def test_answers_that_arrive_during_a_commit_share_the_next(monkeypatch: pytest.MonkeyPatch) -> None:
+    groups: list[list[str]] = []
+    real = store.save_many
+
+    def counted(entries: list[store.Entry]) -> None:
+        groups.append([e.response_id for e in entries])
+        real(entries)
+
+    monkeypatch.setattr(store, "save_many", counted)
+
+    async def go() -> None:
+        stored = Conversations()
+        for n in range(20):
+            stored.keep(entry(n))
+            if n % 5 == 0:
+                await asyncio.sleep(0)
+        await settled(stored)
+        assert await sync_to_async(rows)() == 20
+
+    asyncio.run(go())
+    assert sorted(sum(groups, [])) == sorted(f"resp_{n}" for n in range(20))
+    assert len(groups) < 20  # shared commits
+
+
+def test_a_failed_commit_keeps_the_answers_served_and_commits_them_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = store.save_many
+    failures = [RuntimeError("database is locked")]
+
+    def flaky(entries: list[Any]) -> None:
+        if failures:
+            raise failures.pop()
+        real(entries)
+
+    monkeypatch.setattr(store, "save_many", flaky)
+
+    async def go() -> None:
+        stored = Conversations()
+        for n in range(3):
+            stored.keep(entry(n))
+        await asyncio.sleep(0.1)
+        assert (await stored.find("resp_2", 1)) is not None  # still served from the cache meanwhile
+        await settled(stored)
+        assert await sync_to_async(rows)() == 3
+
+    asyncio.run(go())
+
+
+def test_a_chain_reads_the_recent_answers_here_and_the_older_from_the_database() -> None:
+    async def go() -> None:
+        earlier = Conversations()
+        earlier.keep(entry(1))
+        earlier.keep(entry(2, previous="resp_1"))
+        await settled(earlier)
+        stored = Conversations()  # a process that never saw the first two
+        stored.keep(entry(3, previous="resp_2"))
+        stored.keep(entry(4, previous="resp_3"))
+        chain = await stored.chain("resp_4", 1)
+        assert [e.response_id for e in chain] == ["resp_1", "resp_2", "resp_3", "resp_4"]
+        with pytest.raises(store.MissingLink) as missing:
+            stored.keep(entry(9, previous="resp_gone"))
+            await stored.chain("resp_9", 1)
+        assert missing.value.response_id == "resp_gone"
+
+    asyncio.run(go())
+
+
+def test_deleting_takes_the_answer_out_of_the_cache_and_the_database() -> None:
+    async def go() -> None:
+        stored = Conversations(wait=0.1)
+        stored.keep(entry(5))
+        await settled(stored)
+        assert await stored.delete("resp_5", 1)
+        assert await stored.find("resp_5", 1) is None
+        assert await sync_to_async(rows)() == 0
+        assert not await stored.delete("resp_5", 1)
+
+    asyncio.run(go())
+
+
+def test_the_cache_forgets_the_oldest_committed_answers_past_its_capacity() -> None:
+    async def go() -> None:
+        stored = Conversations(capacity=3, wait=0.1)
+        for n in range(6):
+            stored.keep(entry(n))
+        await settled(stored)
+        stored.keep(entry(6))
+        await settled(stored)
+        assert len(stored._recent) <= 3
+        assert (await stored.find("resp_0", 1)) is not None  # from the database now
+
+    asyncio.run(go())
+
+
+def test_one_keys_answer_never_replaces_another_keys_answer_of_the_same_id() -> None:
+    a = store.Entry(response_id="resp_acc1", client_key_id=1, response={"id": "resp_acc1", "output": ["A"]})
+    b = store.Entry(response_id="resp_acc1", client_key_id=2, response={"id": "resp_acc1", "output": ["B"]})
+    store.save_many([a])
+    store.save_many([b])
+    found_a, found_b = store.find("resp_acc1", 1), store.find("resp_acc1", 2)
+    assert found_a is not None and found_a.response["output"] == ["A"]
+    assert found_b is not None and found_b.response["output"] == ["B"]
+    assert store.taken("resp_acc1", 1) and not store.taken("resp_acc1", 3)
