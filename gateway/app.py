@@ -73,7 +73,8 @@ class Gateway:
         self.upstream = upstream or UpstreamClient(options.upstream_max_connections)
         self.pool = pool or make_pool(options)
         self.limits = limits or Limits(options.redis_url, options.token_usage_ttl,
-                                       reserve_output_tokens=options.reserve_output_tokens, usd_spent=usd_spent)
+                                       reserve_output_tokens=options.reserve_output_tokens, usd_spent=usd_spent,
+                                       budget_help=options.budget_help)
         self.config = config or SnapshotCache(options.config_ttl,
                                               known_secrets=KnownSecrets() if options.log_bodies else None)
         self.metrics = RequestMetrics(lambda: self.config.latest.providers)

@@ -201,4 +201,8 @@ GATEWAY_ALERT_TIMEOUT = env.float("GATEWAY_ALERT_TIMEOUT", default=10.0)
 # Responses answered on /v1/responses are kept (unless the request says store: false) for
 # previous_response_id and GET /v1/responses/{id}; prunelogs deletes those older than this.
 GATEWAY_RESPONSES_RETENTION_DAYS = env.int("GATEWAY_RESPONSES_RETENTION_DAYS", default=30)
+# Claude Code's gateway protocol (README "Claude Code fleets"). What a caller whose USD budget is spent is
+# told to do, after when it frees: the end of the one sentence Claude Code prints (a URL of your
+# limits page, a chat channel).
+GATEWAY_BUDGET_HELP = env("GATEWAY_BUDGET_HELP", default="ask your gateway's administrators if you need it raised")
 WHITENOISE_USE_FINDERS = True  # admin and dashboard assets are served even before collectstatic

@@ -6,7 +6,7 @@ table, never imports the views, which take the app object.
 
 from __future__ import annotations
 
-from ..endpoints import stored, views
+from ..endpoints import stored, usage, views
 from ..endpoints import websocket as responses_socket
 from .routes import Route, RouteTable
 
@@ -26,6 +26,7 @@ def api_routes() -> RouteTable:
         Route("/v1/responses/{response_id}/cancel", stored.cancel, "responses", POST),
         Route("/v1/models", views.models, "openai_chat", GET),
         Route("/v1/models/{model_id...}", views.model, "openai_chat", GET),
+        Route("/api/oauth/usage", usage.oauth_usage, "anthropic", GET),
         Route("/healthz", views.healthz, None, GET, served_when_stopping=True),
         Route("/readyz", views.readyz, None, GET),
         Route("/metrics", views.metrics, None, GET),

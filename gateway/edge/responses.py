@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 from django.http import HttpResponse, StreamingHttpResponse
 
-from ..errors import GatewayError, render, status_of
+from ..errors import GatewayError, headers_of, render, status_of
 
 SSE_HEADERS = {
     "Cache-Control": "no-cache",
@@ -55,7 +55,7 @@ def error_response(protocol: str | None, err: GatewayError) -> HttpResponse:
     """``err`` answered in ``protocol``'s envelope (``gateway.errors.render``), with its headers."""
 
     body, content_type = render(protocol, err)
-    resp = HttpResponse(body, status=status_of(err), content_type=content_type)
-    for name, value in err.headers.items():
+    resp = HttpResponse(body, status=status_of(err, protocol), content_type=content_type)
+    for name, value in headers_of(err, protocol).items():
         resp[name] = value
     return resp

@@ -37,6 +37,7 @@ from ..exchange import conversation
 from ..exchange.dispatch import Exchange, dispatch
 from ..exchange.routing import check_allowed, may_use, resolve, shown
 from ..limits import request_estimate
+from ..limits.standing import answer_headers
 from ..log.record import TRANSPORT_META, LogRecord
 from ..state import KeyInfo
 from . import compaction, model_shapes
@@ -92,7 +93,7 @@ def _log_rejected(gw: Gateway, proto: ProtocolModule, key: KeyInfo | None, body:
         request_id=new_id("req_"), client_protocol=proto.NAME, client_key_id=key.id if key else None,
         client_key_name=key.name if key else "", model_requested=model if isinstance(model, str) else "",
         stream=bool(isinstance(body, dict) and body.get("stream") is True),
-        status=status_of(err), error_class=err.error_class, transport=transport,
+        status=status_of(err, proto.NAME), error_class=err.error_class, transport=transport,
     ))
 
 
@@ -129,11 +130,17 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
             proto.NAME, body, ireq, len(request.body), gw.options.reserve_output_tokens, prices,
             route.upstream_model), prices)
         ex.record.request_body = gw.log.keep_body(request.body)
-        return await serve(gw, ex)
+        standings = ex.hold.standings
+        response = await serve(gw, ex)
+        if standings and proto.NAME == "anthropic" and response.status_code == 200:
+            # The caller's standing against its USD caps, as Claude Code shows it (gateway.limits.standing).
+            for name, value in answer_headers(standings).items():
+                response[name] = value
+        return response
     except (GatewayError, DatabaseUnavailable) as exc:
         err = exc if isinstance(exc, GatewayError) else unavailable(exc)
         if ex is not None:
-            ex.record.status, ex.record.error_class = status_of(err), err.error_class
+            ex.record.status, ex.record.error_class = status_of(err, proto.NAME), err.error_class
             ex.record.latency_ms = ex.elapsed_ms()
             gw.log.submit(ex.record)
         elif key is not None or isinstance(err, AuthenticationFailed):

@@ -39,7 +39,7 @@ from translation.responses.envelope import response_object
 from translation.sse import SSEEvent, SSEParser
 
 from ..edge.responses import EventStream
-from ..errors import GatewayError, InvalidRequest, render, status_of, unavailable
+from ..errors import GatewayError, InvalidRequest, headers_of, render, status_of, unavailable
 from ..log.record import TRANSPORT_META
 from .auth import authenticate
 from .views import json_object
@@ -95,7 +95,7 @@ def input_items(value: Any) -> list[Any]:
 
 def error_frame(err: GatewayError) -> str:
     body, _ = render(PROTOCOL, err)
-    return _error_frame(status_of(err), body, err.headers)
+    return _error_frame(status_of(err, PROTOCOL), body, headers_of(err, PROTOCOL))
 
 
 def _error_frame(status: int, body: bytes, headers: dict[str, str]) -> str:

@@ -55,7 +55,7 @@ from ..log.writer import LogWriter
 from ..state import KeyInfo
 from . import conversation
 from .clientstream import ClientStream, Encoding, Forwarding
-from .forwarding import Forwarded, forwarded
+from .forwarding import Forwarded, forwarded, passed_back
 from .neterrors import NetworkFailure, client_message, failure_kind, trace_text
 from .relay import TIMEOUT, Batch, Bounds, Decoding, Reader, Tapping, UpstreamStream, read_until_content
 from .routing import Route
@@ -223,11 +223,8 @@ async def _judge(gw: Gateway, ex: Exchange, attempt: Attempt, err: ir.Error, tex
     attempt.error = redact(err.message or text, [secret])
     # As the client gets it: with the upstream's status, as it came on the same protocol, else in the
     # client's envelope with the upstream's type, code and param.
-    passed: dict[str, str] = {}
-    if headers is not None and headers.get("retry-after"):
-        passed["Retry-After"] = headers["retry-after"]
     failure = UpstreamFailed(err.status, upstream_message(err.message, secret, text, err.status), err.error_type,
-                             headers=passed, code=err.code, param=err.param, raw=passable(raw, secret))
+                             headers=passed_back(headers), code=err.code, param=err.param, raw=passable(raw, secret))
     if ruling.action == Verdict.DISABLE:
         await gw.pool.disable(attempt.account_id or 0, rule=ruling.rule, tier=ruling.tier, status_code=err.status,
                               excerpt=redact(text or err.message, [secret]), cooldown_until=_retry_after(headers),

@@ -23,6 +23,13 @@ Anthropic upstream on the same protocol; no other.
 
 A provider's own ``headers`` are applied last: they add or override any of these
 (and the credential), and an empty value drops the header.
+
+Back to the client, of the upstream's response headers only ``Retry-After`` on an error the
+client gets (:func:`passed_back`), passthrough or not. Everything else stays behind: above all an
+Anthropic upstream's ``anthropic-ratelimit-*`` (the pool's own quota, which a client would take
+for its own: Claude Code shows ``anthropic-ratelimit-unified-*`` as the user's usage), OpenAI's
+``x-ratelimit-*``, request ids and cookies. The caller's own standing is the gateway's to send
+(``gateway.limits.standing``).
 """
 
 from __future__ import annotations
@@ -73,6 +80,17 @@ def forwarded(client_headers: Mapping[str, str], query: str, client: str, upstre
     params = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True)
               if k in QUERY and upstream in QUERY[k].upstreams and (same or not QUERY[k].same_protocol_only)]
     return Forwarded(headers, urlencode(params))
+
+
+PASSED_BACK = ("retry-after",)
+
+
+def passed_back(upstream_headers: Mapping[str, str] | None) -> dict[str, str]:
+    """Of an upstream's error answer's headers (any case), those its client gets."""
+
+    if upstream_headers is None:
+        return {}
+    return {"Retry-After": value for name in PASSED_BACK if (value := upstream_headers.get(name))}
 
 
 def apply_provider_headers(headers: dict[str, str], provider_headers: Mapping[str, str]) -> dict[str, str]:
