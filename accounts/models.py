@@ -288,3 +288,45 @@ class RequestLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.request_id} {self.status}"
+
+
+class AdminKey(models.Model):
+    """A key for the organization admin API (``/v1/organizations/spend_limits``, ``…/analytics/cost``,
+    Anthropic's shape): ``read`` lists caps and spend, ``write`` also sets and removes caps. Only its
+    hash is stored; the plain key is shown once."""
+
+    READ, WRITE = "read", "write"
+    SCOPES = [(READ, "Read caps and spend"), (WRITE, "Read, set and remove caps")]
+
+    name = models.CharField(max_length=100, unique=True)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    key_hint = models.CharField(max_length=20, editable=False, default="")
+    scope = models.CharField(max_length=10, choices=SCOPES, default=READ)
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def set_key(self, plain: str) -> None:
+        self.key_hash = secrets.hash_admin_key(plain)
+        self.key_hint = secrets.mask(plain)
+
+
+class AdminAuditEvent(models.Model):
+    """One change made through the organization admin API: who, what, and the before and after."""
+
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    actor = models.CharField(max_length=150, help_text='"admin-key:<name>"')
+    action = models.CharField(max_length=60)
+    target = models.CharField(max_length=200, help_text="The spend limit's id")
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["target", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.target} by {self.actor}"

@@ -160,6 +160,8 @@ async def _serve(request: web.Request, proto: ProtocolModule) -> web.StreamRespo
         req = proto.parse_request(body)
     except ir.InvalidRequest as exc:
         return _json(400, proto.render_error(400, exc.message, "invalid_request_error", exc.param))
+    if req.model == scenarios.TOO_LONG_MODEL:
+        return _json(400, scenarios.too_long(proto))
     stream = isinstance(body, dict) and body.get("stream") is True
     if fault is not None and not stream:
         return _fault_response(proto, fault)

@@ -6,12 +6,13 @@ table, never imports the views, which take the app object.
 
 from __future__ import annotations
 
-from ..endpoints import stored, usage, views
+from ..endpoints import orgadmin, stored, usage, views
 from ..endpoints import websocket as responses_socket
 from .routes import Route, RouteTable
 
 POST, GET = frozenset({"POST"}), frozenset({"GET", "HEAD"})
 GET_DELETE = GET | {"DELETE"}
+GET_POST = GET | POST
 
 
 def api_routes() -> RouteTable:
@@ -26,6 +27,9 @@ def api_routes() -> RouteTable:
         Route("/v1/responses/{response_id}/cancel", stored.cancel, "responses", POST),
         Route("/v1/models", views.models, "openai_chat", GET),
         Route("/v1/models/{model_id...}", views.model, "openai_chat", GET),
+        Route("/v1/organizations/spend_limits", orgadmin.spend_limits, "anthropic", GET_POST),
+        Route("/v1/organizations/spend_limits/{limit_id}", orgadmin.spend_limit, "anthropic", GET_DELETE),
+        Route("/v1/organizations/analytics/cost", orgadmin.cost, "anthropic", GET),
         Route("/api/oauth/usage", usage.oauth_usage, "anthropic", GET),
         Route("/healthz", views.healthz, None, GET, served_when_stopping=True),
         Route("/readyz", views.readyz, None, GET),
