@@ -46,6 +46,9 @@ class Provider(models.Model):
     accepts_adaptive_thinking = models.BooleanField(
         default=True, help_text="Anthropic upstreams: takes thinking type adaptive with an effort; off sends older "
                                 "models a thinking budget instead")
+    accepts_request_tags = models.BooleanField(
+        default=True, help_text="Anthropic upstreams: takes request tags (top-level tags, beta request-tags-2026-08-21); "
+                                "off leaves both out (Bedrock, Vertex and many compatible servers refuse them)")
     anthropic_version = models.CharField(max_length=20, default="2023-06-01")
     auto_prefix = models.BooleanField(
         default=False, help_text="The upstream wants vendor-prefixed names (anthropic/claude-…), as OpenRouter does")
@@ -274,6 +277,8 @@ class RequestLog(models.Model):
                                help_text="USD, from the provider's price table; empty when no price is known")
     request_body = models.TextField(blank=True, default="")
     response_body = models.TextField(blank=True, default="")
+    # The request's billing group: its request tag named by GATEWAY_BILLING_GROUP_TAG, when it sent one.
+    billing_group = models.CharField(max_length=100, blank=True, default="")
 
     class Meta:
         ordering = ["-created_at"]

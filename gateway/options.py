@@ -46,6 +46,7 @@ class Options:
     # What compaction summaries are sealed with (gateway.endpoints.sealing); kept out of any repr.
     sealing_key: str = dataclasses.field(default="", repr=False)
     budget_help: str = "ask your gateway's administrators if you need it raised"
+    billing_group_tag: str = ""
 
     @classmethod
     def from_settings(cls, settings: Any) -> Options:
@@ -80,6 +81,7 @@ class Options:
             database_vendor="postgresql" if engine.endswith("postgresql") else "sqlite",
             sealing_key=settings.GATEWAY_ENCRYPTION_KEY or settings.SECRET_KEY,
             budget_help=settings.GATEWAY_BUDGET_HELP,
+            billing_group_tag=settings.GATEWAY_BILLING_GROUP_TAG,
         )
 
     def replace(self, **changes: Any) -> Options:

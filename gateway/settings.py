@@ -205,4 +205,6 @@ GATEWAY_RESPONSES_RETENTION_DAYS = env.int("GATEWAY_RESPONSES_RETENTION_DAYS", d
 # told to do, after when it frees: the end of the one sentence Claude Code prints (a URL of your
 # limits page, a chat channel).
 GATEWAY_BUDGET_HELP = env("GATEWAY_BUDGET_HELP", default="ask your gateway's administrators if you need it raised")
+# The request tag (Messages "tags") whose value is the request's billing group, kept on its log row; empty: none.
+GATEWAY_BILLING_GROUP_TAG = env("GATEWAY_BILLING_GROUP_TAG", default="")
 WHITENOISE_USE_FINDERS = True  # admin and dashboard assets are served even before collectstatic

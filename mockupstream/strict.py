@@ -54,6 +54,9 @@ BETA_FIELDS: tuple[BetaField, ...] = (
     BetaField("effort-2025-11-24", _effort, EXTRA),
     BetaField("mid-conversation-system-2026-04-07", _system_message,
               "Input should be 'user' or 'assistant'"),
+    # Claude Code's auto mode (its gateway protocol, "Messages") and request tags ("Billing group").
+    BetaField("auto-mode-classifier-2026-07-16", _top_level("safeguards"), EXTRA),
+    BetaField("request-tags-2026-08-21", _top_level("tags"), EXTRA),
 )
 
 

@@ -40,7 +40,7 @@ from ..limits import request_estimate
 from ..limits.standing import answer_headers
 from ..log.record import TRANSPORT_META, LogRecord
 from ..state import KeyInfo
-from . import compaction, model_shapes
+from . import compaction, messages_fields, model_shapes
 from .auth import authenticate
 from .count_tokens import count_input_tokens
 from .models_list import entry_for
@@ -119,6 +119,8 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
         ireq = parse_request(proto, body)
         check_allowed(key, ireq.model)  # before routing: a name the key may not use is not looked up
         route = resolve(ireq.model, snap)
+        if proto.NAME == "anthropic":
+            messages_fields.refuse_what_the_upstream_cannot_take(body, route)
         if previous is not None:  # the conversation as the routed provider may be sent it
             ireq = parse_request(proto, previous.expanded(body, route.provider.id))
         ex = Exchange(new_id("req_"), proto, key, body, ireq, route, request.headers,
@@ -126,6 +128,8 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
         prices = route.provider.prices
         if TRANSPORT_META in request.META:
             ex.record.transport = request.META[TRANSPORT_META]
+        if proto.NAME == "anthropic":
+            ex.record.billing_group = messages_fields.billing_group(body, gw.options.billing_group_tag)
         ex.hold = await gw.limits.admit(key, ex.request_id, request_estimate(
             proto.NAME, body, ireq, len(request.body), gw.options.reserve_output_tokens, prices,
             route.upstream_model), prices)

@@ -67,6 +67,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ERROR_BODY_LIMIT = 64 * 1024
+PING = b'event: ping\ndata: {"type": "ping"}\n\n'  # Anthropic's keepalive event, as its API sends it
 
 
 @dataclass
@@ -144,7 +145,7 @@ def upstream_request(ex: Exchange, proto: ProtocolModule, account_id: int = 0) -
         except ir.InvalidRequest as exc:  # something the upstream's protocol cannot carry
             raise InvalidRequest(exc.message, exc.param) from exc
         betas = proto.required_betas(body)
-    fwd = forwarded(ex.headers, ex.query, ex.client.NAME, provider.protocol, betas)
+    fwd = forwarded(ex.headers, ex.query, ex.client.NAME, provider.protocol, betas, provider.caps.request_tags)
     try:
         return sse.dumps(body).encode(), fwd
     except TypeError as exc:
@@ -402,6 +403,10 @@ class _StreamWriter:
             opening = b"".join([self._feed(batch) for batch in first])
             if not self.kept:
                 await self._keep()
+            # Silence is filled with SSE comments until the stream has begun; on an Anthropic stream, once its
+            # message_start is out, with Anthropic's own ping event: a client's idle timer that counts events
+            # (not bytes) sees those, and the SDKs drop them (Claude Code's watchdogs take either).
+            pinging = bool(opening) and self.ex.client.NAME == "anthropic"
             yield opening or sse.comment()
             while True:
                 wait = min(self.keepalive, stream.idle_timeout - stream.idle_for())
@@ -414,12 +419,13 @@ class _StreamWriter:
                         yield self._fail(ir.transport_error(ir.TransportFailure.TIMEOUT,
                                                             "upstream stalled past its idle timeout", 504))
                         break
-                    yield sse.comment()
+                    yield PING if pinging else sse.comment()
                     continue
                 out = self._feed(item)
                 if not self.kept:  # not a coroutine per batch when there is nothing to keep
                     await self._keep()
                 if out:
+                    pinging = self.ex.client.NAME == "anthropic"
                     yield out
             out = self._sent(self.client.finish())
             if not self.kept:

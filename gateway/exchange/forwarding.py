@@ -18,6 +18,10 @@ client header             upstream protocols    when
                                                 the upstream then reads the compaction trigger)
 ========================  ====================  ===========================================
 
+An upstream that refuses request tags (``Provider.accepts_request_tags`` off) gets neither the
+body's ``tags`` nor the ``request-tags-2026-08-21`` value of ``anthropic-beta``: Bedrock, Vertex and
+many compatible servers reject both, and they only label usage.
+
 Query parameters: ``beta`` (Claude Code posts to ``/v1/messages?beta=true``) to an
 Anthropic upstream on the same protocol; no other.
 
@@ -62,16 +66,21 @@ class Forwarded:
     query: str = ""  # without the "?"
 
 
+REQUEST_TAGS_BETA = "request-tags-2026-08-21"
+
+
 def forwarded(client_headers: Mapping[str, str], query: str, client: str, upstream: str,
-              required_betas: Iterable[str] = ()) -> Forwarded:
+              required_betas: Iterable[str] = (), request_tags: bool = True) -> Forwarded:
     """``client_headers`` are the request's (any case); ``required_betas`` are those a
-    translated Anthropic body relies on."""
+    translated Anthropic body relies on; ``request_tags``: the upstream takes request tags."""
 
     same = client == upstream
     headers: dict[str, str] = {}
     for name, rule in HEADERS.items():
         if upstream in rule.upstreams and (same or not rule.same_protocol_only):
             value = client_headers.get(name)
+            if value and name == "anthropic-beta" and not request_tags and REQUEST_TAGS_BETA in value:
+                value = ",".join(b for b in (v.strip() for v in value.split(",")) if b and b != REQUEST_TAGS_BETA)
             if value:
                 headers[name] = value
     betas = list(dict.fromkeys(required_betas))
