@@ -47,6 +47,10 @@ class Options:
     sealing_key: str = dataclasses.field(default="", repr=False)
     budget_help: str = "ask your gateway's administrators if you need it raised"
     billing_group_tag: str = ""
+    telemetry_max_bytes: int = 4 * 1024 * 1024
+    telemetry_per_minute: int = 120
+    otlp_forward_url: str = ""
+    otlp_forward_headers: str = dataclasses.field(default="", repr=False)  # may hold a collector's credential
 
     @classmethod
     def from_settings(cls, settings: Any) -> Options:
@@ -82,6 +86,10 @@ class Options:
             sealing_key=settings.GATEWAY_ENCRYPTION_KEY or settings.SECRET_KEY,
             budget_help=settings.GATEWAY_BUDGET_HELP,
             billing_group_tag=settings.GATEWAY_BILLING_GROUP_TAG,
+            telemetry_max_bytes=settings.GATEWAY_TELEMETRY_MAX_BYTES,
+            telemetry_per_minute=settings.GATEWAY_TELEMETRY_PER_MINUTE,
+            otlp_forward_url=settings.GATEWAY_OTLP_FORWARD_URL,
+            otlp_forward_headers=settings.GATEWAY_OTLP_FORWARD_HEADERS,
         )
 
     def replace(self, **changes: Any) -> Options:

@@ -6,7 +6,7 @@ table, never imports the views, which take the app object.
 
 from __future__ import annotations
 
-from ..endpoints import orgadmin, stored, usage, views
+from ..endpoints import orgadmin, stored, telemetry, usage, views
 from ..endpoints import websocket as responses_socket
 from .routes import Route, RouteTable
 
@@ -30,6 +30,9 @@ def api_routes() -> RouteTable:
         Route("/v1/organizations/spend_limits", orgadmin.spend_limits, "anthropic", GET_POST),
         Route("/v1/organizations/spend_limits/{limit_id}", orgadmin.spend_limit, "anthropic", GET_DELETE),
         Route("/v1/organizations/analytics/cost", orgadmin.cost, "anthropic", GET),
+        Route("/v1/metrics", telemetry.metrics, "anthropic", POST),
+        Route("/v1/logs", telemetry.logs, "anthropic", POST),
+        Route("/v1/traces", telemetry.traces, "anthropic", POST),
         Route("/api/oauth/usage", usage.oauth_usage, "anthropic", GET),
         Route("/healthz", views.healthz, None, GET, served_when_stopping=True),
         Route("/readyz", views.readyz, None, GET),

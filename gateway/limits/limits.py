@@ -129,6 +129,13 @@ class Limits:
                 pass
         return self.local, await op(self.local)
 
+    async def hits(self, name: str, seconds: int) -> int:
+        """Count one more in the fixed window of ``seconds`` now falls in, named ``name``; returns the count."""
+
+        window = int(self._clock() // seconds)
+        _, count = await self._on(lambda store: store.hit(f"{name}:{window}", 2 * seconds))
+        return count
+
     async def check_rate(self, key: KeyInfo) -> None:
         """Count a request against the key's requests per minute; raise :class:`RateLimited` over it."""
 
