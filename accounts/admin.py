@@ -505,3 +505,6 @@ class RequestLogAdmin(admin.ModelAdmin[RequestLog]):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+
+
+from . import admin_orgapi  # noqa: E402,F401  - the admin API's keys and audit trail

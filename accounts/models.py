@@ -46,6 +46,9 @@ class Provider(models.Model):
     accepts_adaptive_thinking = models.BooleanField(
         default=True, help_text="Anthropic upstreams: takes thinking type adaptive with an effort; off sends older "
                                 "models a thinking budget instead")
+    accepts_request_tags = models.BooleanField(
+        default=True, help_text="Anthropic upstreams: takes request tags (top-level tags, beta request-tags-2026-08-21); "
+                                "off leaves both out (Bedrock, Vertex and many compatible servers refuse them)")
     anthropic_version = models.CharField(max_length=20, default="2023-06-01")
     auto_prefix = models.BooleanField(
         default=False, help_text="The upstream wants vendor-prefixed names (anthropic/claude-…), as OpenRouter does")
@@ -286,6 +289,8 @@ class RequestLog(models.Model):
     cc_agent_type = models.CharField("agent type", max_length=60, blank=True, default="")
     cc_prompt_id = models.CharField("prompt id", max_length=64, blank=True, default="")
     cc_settings_checksum = models.CharField("managed settings checksum", max_length=80, blank=True, default="")
+    # The request's billing group: its request tag named by GATEWAY_BILLING_GROUP_TAG, when it sent one.
+    billing_group = models.CharField(max_length=100, blank=True, default="")
 
     class Meta:
         ordering = ["-created_at"]
@@ -301,3 +306,45 @@ class RequestLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.request_id} {self.status}"
+
+
+class AdminKey(models.Model):
+    """A key for the organization admin API (``/v1/organizations/spend_limits``, ``…/analytics/cost``,
+    Anthropic's shape): ``read`` lists caps and spend, ``write`` also sets and removes caps. Only its
+    hash is stored; the plain key is shown once."""
+
+    READ, WRITE = "read", "write"
+    SCOPES = [(READ, "Read caps and spend"), (WRITE, "Read, set and remove caps")]
+
+    name = models.CharField(max_length=100, unique=True)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    key_hint = models.CharField(max_length=20, editable=False, default="")
+    scope = models.CharField(max_length=10, choices=SCOPES, default=READ)
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def set_key(self, plain: str) -> None:
+        self.key_hash = secrets.hash_admin_key(plain)
+        self.key_hint = secrets.mask(plain)
+
+
+class AdminAuditEvent(models.Model):
+    """One change made through the organization admin API: who, what, and the before and after."""
+
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    actor = models.CharField(max_length=150, help_text='"admin-key:<name>"')
+    action = models.CharField(max_length=60)
+    target = models.CharField(max_length=200, help_text="The spend limit's id")
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["target", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.target} by {self.actor}"

@@ -59,3 +59,12 @@ def hash_client_key(plain: str) -> str:
 
 def new_client_key() -> str:
     return "gw-" + secrets.token_urlsafe(32)
+
+
+def hash_admin_key(plain: str) -> str:
+    # Another key than client keys': an admin key's hash never matches a client key's, nor the reverse.
+    return hmac.new(b"gateway-admin-key", plain.encode(), hashlib.sha256).hexdigest()
+
+
+def new_admin_key() -> str:
+    return "gw-admin-" + secrets.token_urlsafe(32)

@@ -8,6 +8,11 @@ and settled (``gateway.limits.Limits``, in-process store) for a key with a rate 
 token limit and four USD budgets, against a key with none. ``python -m bench`` relates them to
 the gateway's own CPU per request from the throughput section.
 
+The usage-limit headers of a capped key's answers (Claude Code's ``anthropic-ratelimit-unified-*``,
+``gateway.limits.standing``): the standing of each USD budget is taken from what admitting the
+request read anyway (counted in the limits' figure above), and the headers are written from it;
+measured: a key with four USD budgets admitted with and without its standings written out as headers.
+
 The log writer's bucket sinks (``dashboard.rollup.add``, ``dashboard.spend.add``) run off the request
 path, in the writer's thread, but on the same CPU: their cost per logged request is measured with the
 three tiers (five minutes, hour, day) against the five-minute tier alone, interleaved in one run.
@@ -104,6 +109,67 @@ def limits_us(rounds: int) -> dict[str, float]:
     return asyncio.run(both())
 
 
+def usage_headers_us(rounds: int) -> dict[str, float]:
+    """Per answer of a key with four USD budgets (one 80 % full): its standings taken at admission, the
+    headers written from them; and, apart, the headers alone."""
+
+    from gateway.limits import Limits
+    from gateway.limits.standing import answer_headers
+    from gateway.log.record import LogRecord
+    from gateway.state import KeyInfo
+
+    prices = {"*": {"input": 1000, "output": 1000}}
+    key = KeyInfo(id=3, name="capped", allowed_models=(), rate_limit_per_minute=None, daily_token_limit=None,
+                  usd_budgets=(("5h", 10**12), ("day", 10**12), ("week", 10**12), ("month", 10**12)))
+    record = LogRecord(request_id="r", client_protocol="anthropic", status=200, model_sent="m",
+                       input_tokens=1200, output_tokens=300)
+
+    async def nothing_logged(*_: Any) -> dict[int, int]:
+        return {}
+
+    async def per_request(write_headers: bool) -> float:
+        limits = Limits()
+        limits.usage.since = nothing_logged  # type: ignore[method-assign]
+
+        async def one(i: int) -> None:
+            hold = await limits.admit(key, f"r{i}", lambda budget: 1500, prices)
+            if write_headers:
+                answer_headers(hold.standings)
+            hold.settle(record)
+            for _ in range(3):
+                await asyncio.sleep(0)
+
+        for i in range(200):
+            await one(i)
+        t0 = time.perf_counter()
+        for i in range(rounds):
+            await one(i)
+        took = time.perf_counter() - t0
+        await limits.aclose()
+        return took / rounds * 1e6
+
+    async def both() -> tuple[float, float, float]:
+        limits = Limits()
+        limits.usage.since = nothing_logged  # type: ignore[method-assign]
+        hold = await limits.admit(key, "x", lambda budget: 1500, prices)
+        t0 = time.perf_counter()
+        for _ in range(rounds):
+            answer_headers(hold.standings)
+        alone = (time.perf_counter() - t0) / rounds * 1e6
+        hold.settle()
+        await limits.aclose()
+        # Interleaved halves: the machine's load moves both alike.
+        without, with_ = [], []
+        for _ in range(2):
+            without.append(await per_request(False))
+            with_.append(await per_request(True))
+        return alone, min(without), min(with_)
+
+    alone, without, with_ = asyncio.run(both())
+    return {"headers_alone_us": round(alone, 2), "admit_and_settle_us": round(without, 2),
+            "admit_settle_and_headers_us": round(with_, 2), "added_us": round(max(with_ - without, 0.0), 2)}
+
+
 def buckets_us(rounds: int, batch_size: int = 50) -> dict[str, float]:
     """Per logged request, the usage and spend bucket sinks in one tier and in all three (medians of five
     interleaved slices; SQLite in memory, batches of ``batch_size`` as the writer hands them over)."""
@@ -152,10 +218,13 @@ def buckets_us(rounds: int, batch_size: int = 50) -> dict[str, float]:
 def measure(rounds: int = ROUNDS) -> dict[str, Any]:
     configure()
     out = {"rounds": rounds, "metrics_us_per_request": round(metrics_us(rounds), 2), "limits": limits_us(rounds),
-           "log_writer_buckets": buckets_us(rounds)}
+           "usage_headers": usage_headers_us(rounds), "log_writer_buckets": buckets_us(rounds)}
     print(f"  metrics: {out['metrics_us_per_request']} µs a request; limits: a key with a rate limit, a token "
           f"limit and four USD budgets {out['limits']['key_with_limits_and_usd_budgets_us']} µs against "
           f"{out['limits']['key_without_limits_us']} µs for a key with none", flush=True)
+    u = out["usage_headers"]
+    print(f"  usage-limit headers of a capped key's answer: {u['headers_alone_us']} µs to write; admitted with "
+          f"them {u['admit_settle_and_headers_us']} µs against {u['admit_and_settle_us']} µs", flush=True)
     b = out["log_writer_buckets"]
     print(f"  log writer's usage and spend buckets: {b['three_tiers_us']} µs a logged request in three tiers, "
           f"{b['five_minute_tier_only_us']} µs in the five-minute tier alone", flush=True)

@@ -229,6 +229,9 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         check("metrics: added per request", f["metrics_us_per_request"], 50.0, False, "µs")
         check("a key's rate, token, concurrency and four USD budget limits: added per request",
               f["limits"]["added_us"], 250.0, False, "µs")
+        if "usage_headers" in f:
+            check("Claude Code's usage-limit headers of a capped key's answer: written per request",
+                  f["usage_headers"]["headers_alone_us"], 20.0, False, "µs")
         if "log_writer_buckets" in f:
             check("log writer: usage and spend buckets in three tiers, per logged request",
                   f["log_writer_buckets"]["three_tiers_us"], 100.0, False, "µs")

@@ -82,3 +82,18 @@ def spend(request: HttpRequest) -> HttpResponse:
         "models": spendstats.named(spendstats.by(window, "model"), {}),
         "providers": spendstats.named(spendstats.by(window, "provider"), spendstats.provider_names()),
     })
+
+
+@staff_page
+def reported(request: HttpRequest) -> HttpResponse:
+    """What Claude Code reported over OTLP per client key (telemetry), beside what the gateway counted."""
+
+    from telemetry.store import reported_by_key
+
+    window = _window(request)
+    figures = reported_by_key(dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=window.seconds))
+    rows = [{**row, "reported": figures.get(row["key"].pk if row["key"] else None, {})}
+            for row in spendstats.key_rows(window, "name")]
+    rows = [row for row in rows if row["reported"] or row["spend"].requests]
+    return render(request, "dashboard/reported.html", {"window": window, "windows": stats.WINDOWS.values(),
+                                                       "rows": rows})

@@ -12,6 +12,7 @@ urlpatterns = [
     path("keys/", spendviews.keys, name="keys"),
     path("keys/<int:pk>/", spendviews.key_detail, name="key"),
     path("spend/", spendviews.spend, name="spend"),
+    path("claude-code/", spendviews.reported, name="reported"),
     path("spend.csv", export.spend_csv, name="spend_csv"),
     path("requests.csv", export.requests_csv, name="requests_csv"),
     path("requests/", views.requests_list, name="requests"),

@@ -39,6 +39,7 @@ from .exchange import conversation
 from .exchange.relay import OpenStreams
 from .exchange.upstream import UpstreamClient
 from .limits import Limits, UsdSpent
+from .log.otlpforward import OtlpForwarder, parse_headers
 from .log.knownsecrets import KnownSecrets
 from .log.metrics import AccountsCollector, RequestMetrics
 from .log.spool import Spool, for_database
@@ -73,7 +74,8 @@ class Gateway:
         self.upstream = upstream or UpstreamClient(options.upstream_max_connections)
         self.pool = pool or make_pool(options)
         self.limits = limits or Limits(options.redis_url, options.token_usage_ttl,
-                                       reserve_output_tokens=options.reserve_output_tokens, usd_spent=usd_spent)
+                                       reserve_output_tokens=options.reserve_output_tokens, usd_spent=usd_spent,
+                                       budget_help=options.budget_help)
         self.config = config or SnapshotCache(options.config_ttl,
                                               known_secrets=KnownSecrets() if options.log_bodies else None)
         self.metrics = RequestMetrics(lambda: self.config.latest.providers)
@@ -86,6 +88,8 @@ class Gateway:
                                            observers=[self.metrics.observe])
         self.models = ModelCatalog(self.upstream, options.models_cache_ttl)
         self.sealer = Sealer(options.sealing_key)
+        # Telemetry exports forwarded to the collector ops configure (gateway.endpoints.telemetry).
+        self.otlp = OtlpForwarder(options.otlp_forward_url, parse_headers(options.otlp_forward_headers))
         self.streams = OpenStreams()
         self.prober = prober or Prober(self.config, self.upstream, options.probe_interval)
         self.health = health or PoolHealth(Lease(LEASE_NAME, options.lease_ttl), self.prober.wake)
@@ -140,6 +144,7 @@ class Gateway:
         await self.upstream.aclose()
         await self.pool.aclose()
         await self.limits.aclose()
+        await self.otlp.aclose()
 
 
 def log_sinks(settings: Any) -> list[Sink]:

@@ -3,6 +3,16 @@ error the gateway answers with, in the envelope of the path's protocol.
 
 Every refusal goes through :func:`error_body`, whichever layer gives it: the
 server's head limit, the drain, the body limit, the API handler and the views.
+
+Where Anthropic's table (the Claude Code gateway protocol's "Errors") says otherwise than the
+OpenAI envelopes' habits, an error declares its Anthropic status and type apart
+(``anthropic_status``, ``anthropic_type``): a denied model is 400 ``invalid_request_error``
+there and 403 elsewhere, a pool without a usable account 529 ``overloaded_error`` there and 503
+elsewhere. ``should_retry = False`` sends ``x-should-retry: false``, which the official SDKs
+(Anthropic's and OpenAI's alike) obey instead of their own retry rules: on every 401 the gateway
+gives (a missing, unknown, revoked or expired credential: no retry makes it valid, and Claude Code
+otherwise retries for about three minutes before it asks the user to sign in again), on a spent
+USD budget (it frees at a known time, not in seconds), and on every 501.
 """
 
 from __future__ import annotations
@@ -20,6 +30,11 @@ class GatewayError(Exception):
     status: ClassVar[int] = 500
     error_type: ClassVar[str] = "api_error"  # OpenAI-style type; Anthropic's is derived from status
     error_class: ClassVar[ErrorClass] = ErrorClass.INTERNAL
+    # In the Anthropic envelope, where its table differs: this status and this type instead.
+    anthropic_status: ClassVar[int | None] = None
+    anthropic_type: ClassVar[str | None] = None
+    code: str | None = None  # OpenAI's error code, when the error has one
+    should_retry: ClassVar[bool | None] = None  # False: x-should-retry: false
 
     def __init__(self, message: str, param: str | None = None, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
@@ -45,12 +60,20 @@ class AuthenticationFailed(GatewayError):
     status = 401
     error_type = "authentication_error"
     error_class = ErrorClass.AUTHENTICATION
+    should_retry = False
 
 
 class PermissionDenied(GatewayError):
     status = 403
     error_type = "permission_error"
     error_class = ErrorClass.PERMISSION
+
+
+class ModelDenied(PermissionDenied):
+    """A model the caller may not use: 403 in the OpenAI envelopes, 400 in Anthropic's (its table)."""
+
+    anthropic_status = 400
+    anthropic_type = "invalid_request_error"
 
 
 class ModelNotFound(GatewayError):
@@ -97,6 +120,17 @@ class OverBudget(RateLimited):
     error_class = ErrorClass.BUDGET_EXCEEDED
 
 
+class SpendCapReached(OverBudget):
+    """A USD budget is spent: no request passes until enough of it frees, at a known time. Anthropic's
+    ``billing_error`` (Claude Code prints its message as it is and does not retry), OpenAI's
+    ``insufficient_quota`` (its SDKs and Codex do not retry that either)."""
+
+    error_type = "insufficient_quota"
+    code = "insufficient_quota"
+    anthropic_type = "billing_error"
+    should_retry = False
+
+
 class TooManyInFlight(RateLimited):
     error_class = ErrorClass.CONCURRENCY_LIMITED
 
@@ -105,6 +139,14 @@ class NoAccounts(GatewayError):
     status = 503
     error_type = "overloaded_error"
     error_class = ErrorClass.NO_ACCOUNTS
+    anthropic_status = 529  # "upstream at capacity": Claude Code backs off and retries
+
+
+class NotSupported(GatewayError):
+    status = 501
+    error_type = "not_supported"
+    error_class = ErrorClass.INVALID_REQUEST
+    should_retry = False
 
 
 class Unavailable(GatewayError):
@@ -150,8 +192,22 @@ class UpstreamFailed(GatewayError):
         self.raw = raw  # the upstream's own JSON error body, for a client of the same protocol
 
 
-def status_of(err: GatewayError) -> int:
-    return err.upstream_status if isinstance(err, UpstreamFailed) else err.status
+def status_of(err: GatewayError, protocol: str | None = None) -> int:
+    """The status ``err`` is answered with on a path of ``protocol``."""
+
+    if isinstance(err, UpstreamFailed):
+        return err.upstream_status
+    if protocol == "anthropic" and err.anthropic_status is not None:
+        return err.anthropic_status
+    return err.status
+
+
+def headers_of(err: GatewayError, protocol: str | None = None) -> dict[str, str]:
+    """The headers that go with ``err``'s answer: its own, and ``x-should-retry: false`` where it says so."""
+
+    if err.should_retry is False or status_of(err, protocol) == 501:
+        return {**err.headers, "x-should-retry": "false"}
+    return err.headers
 
 
 def error_body(protocol: str | None, status: int, message: str, error_type: str | None,
@@ -172,7 +228,9 @@ def render(protocol: str | None, err: GatewayError) -> tuple[bytes, str]:
         if err.raw is not None:
             return err.raw, "application/json"
         return error_body(protocol, err.upstream_status, err.message, err.upstream_type, err.param, err.code)
-    return error_body(protocol, err.status, err.message, err.error_type, err.param)
+    if protocol == "anthropic" and err.anthropic_type is not None:
+        return error_body(protocol, status_of(err, protocol), err.message, err.anthropic_type, err.param)
+    return error_body(protocol, status_of(err, protocol), err.message, err.error_type, err.param, err.code)
 
 
 def passable(raw: bytes | None, secret: str) -> bytes | None:

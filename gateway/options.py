@@ -48,6 +48,12 @@ class Options:
     database_vendor: str = "sqlite"  # "sqlite" | "postgresql": which pool the app builds
     # What compaction summaries are sealed with (gateway.endpoints.sealing); kept out of any repr.
     sealing_key: str = dataclasses.field(default="", repr=False)
+    budget_help: str = "ask your gateway's administrators if you need it raised"
+    billing_group_tag: str = ""
+    telemetry_max_bytes: int = 4 * 1024 * 1024
+    telemetry_per_minute: int = 120
+    otlp_forward_url: str = ""
+    otlp_forward_headers: str = dataclasses.field(default="", repr=False)  # may hold a collector's credential
 
     @classmethod
     def from_settings(cls, settings: Any) -> Options:
@@ -82,6 +88,12 @@ class Options:
             responses_wait=settings.GATEWAY_RESPONSES_WAIT_SECONDS,
             database_vendor="postgresql" if engine.endswith("postgresql") else "sqlite",
             sealing_key=settings.GATEWAY_ENCRYPTION_KEY or settings.SECRET_KEY,
+            budget_help=settings.GATEWAY_BUDGET_HELP,
+            billing_group_tag=settings.GATEWAY_BILLING_GROUP_TAG,
+            telemetry_max_bytes=settings.GATEWAY_TELEMETRY_MAX_BYTES,
+            telemetry_per_minute=settings.GATEWAY_TELEMETRY_PER_MINUTE,
+            otlp_forward_url=settings.GATEWAY_OTLP_FORWARD_URL,
+            otlp_forward_headers=settings.GATEWAY_OTLP_FORWARD_HEADERS,
         )
 
     def replace(self, **changes: Any) -> Options:

@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "alerts",
     "conversations",
     "signin",
+    "telemetry",
 ]
 
 MIDDLEWARE = [
@@ -205,6 +206,21 @@ GATEWAY_RESPONSES_RETENTION_DAYS = env.int("GATEWAY_RESPONSES_RETENTION_DAYS", d
 # Stored answers are committed behind the answer: a read on another process waits this long for the commit
 # before it calls an id unknown (gateway.exchange.conversation).
 GATEWAY_RESPONSES_WAIT_SECONDS = env.float("GATEWAY_RESPONSES_WAIT_SECONDS", default=1.0)
+# Claude Code's gateway protocol (README "Claude Code fleets"). What a caller whose USD budget is spent is
+# told to do, after when it frees: the end of the one sentence Claude Code prints (a URL of your
+# limits page, a chat channel).
+GATEWAY_BUDGET_HELP = env("GATEWAY_BUDGET_HELP", default="ask your gateway's administrators if you need it raised")
+# The request tag (Messages "tags") whose value is the request's billing group, kept on its log row; empty: none.
+GATEWAY_BILLING_GROUP_TAG = env("GATEWAY_BILLING_GROUP_TAG", default="")
+# Telemetry Claude Code sends to /v1/{metrics,logs,traces} (the telemetry app): a body over this many bytes is
+# refused (413); more than this many exports a minute per client key are answered 200 and dropped; figures
+# are kept this many days (prunelogs); and, when set, each export is also forwarded as it came to this
+# OTLP/HTTP collector (its base URL: /v1/<signal> is added), with these headers ("Name=value,Name2=value2").
+GATEWAY_TELEMETRY_MAX_BYTES = env.int("GATEWAY_TELEMETRY_MAX_BYTES", default=4 * 1024 * 1024)
+GATEWAY_TELEMETRY_PER_MINUTE = env.int("GATEWAY_TELEMETRY_PER_MINUTE", default=120)
+GATEWAY_TELEMETRY_RETENTION_DAYS = env.int("GATEWAY_TELEMETRY_RETENTION_DAYS", default=30)
+GATEWAY_OTLP_FORWARD_URL = env("GATEWAY_OTLP_FORWARD_URL", default="")
+GATEWAY_OTLP_FORWARD_HEADERS = env("GATEWAY_OTLP_FORWARD_HEADERS", default="")
 WHITENOISE_USE_FINDERS = True  # admin and dashboard assets are served even before collectstatic
 
 # Developers signing in (Claude Code's gateway protocol, the signin app; README "Developer sign-in").

@@ -79,6 +79,10 @@ model                      answer
                            as the reader takes them (hostile-upstream tests)
 ``mock-huge-line-<MB>``    2 text deltas, then a ``data:`` line of MB megabytes
                            that never ends (non-streaming: the plain text)
+``mock-too-long``          400: the prompt is over the context window, in the
+                           protocol's own words (Anthropic's ``prompt is too long:
+                           N tokens > M maximum``, OpenAI's ``maximum context
+                           length`` with code ``context_length_exceeded``)
 =========================  =====================================================
 
 Whatever the model, a request whose last user message opens with the gateway's compaction
@@ -122,6 +126,18 @@ _HUGE_LINE = re.compile(r"mock-huge-line-(\d+)")
 HUGE_DELTA = "x" * (256 * 1024)
 _MEGABYTE_OF_X = b"x" * (1024 * 1024)
 _DELAY = re.compile(r"mock-delay-(\d+)")
+TOO_LONG_MODEL = "mock-too-long"
+
+
+def too_long(proto: Any) -> dict[str, Any]:
+    """The 400 body of a prompt over a 200,000-token window, as ``proto``'s API words it."""
+
+    if proto.NAME == "anthropic":
+        return {"type": "error", "error": {"type": "invalid_request_error",
+                                           "message": "prompt is too long: 210345 tokens > 200000 maximum"}}
+    return {"error": {"message": "This model's maximum context length is 200000 tokens. However, your messages "
+                                 "resulted in 210345 tokens. Please reduce the length of the messages.",
+                      "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
 
 
 # ----------------------------------------------------------------- faults

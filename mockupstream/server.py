@@ -80,8 +80,25 @@ class MockState:
 STATE = web.AppKey("mock_state", MockState)
 
 
+# What api.anthropic.com tells an organization about its own quota on every Messages answer (and a
+# subscriber about its plan): the pool's standing, which a gateway must never pass to its clients.
+POOL_QUOTA_HEADERS = {
+    "anthropic-ratelimit-requests-limit": "4000", "anthropic-ratelimit-requests-remaining": "3999",
+    "anthropic-ratelimit-tokens-remaining": "400000",
+    "anthropic-ratelimit-unified-status": "allowed_warning", "anthropic-ratelimit-unified-reset": "1786147200",
+    "anthropic-ratelimit-unified-representative-claim": "five_hour",
+    "anthropic-ratelimit-unified-5h-utilization": "0.91",
+}
+
+
+async def _pool_quota(request: web.Request, response: web.StreamResponse) -> None:
+    if request.path.startswith("/v1/messages"):
+        response.headers.update(POOL_QUOTA_HEADERS)
+
+
 def make_app() -> web.Application:
     app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.on_response_prepare.append(_pool_quota)
     app[STATE] = MockState()
     for proto in registry.PROTOCOLS.values():
         app.router.add_post("/v1" + proto.PATH, _protocol_handler(proto))
@@ -143,6 +160,8 @@ async def _serve(request: web.Request, proto: ProtocolModule) -> web.StreamRespo
         req = proto.parse_request(body)
     except ir.InvalidRequest as exc:
         return _json(400, proto.render_error(400, exc.message, "invalid_request_error", exc.param))
+    if req.model == scenarios.TOO_LONG_MODEL:
+        return _json(400, scenarios.too_long(proto))
     stream = isinstance(body, dict) and body.get("stream") is True
     if fault is not None and not stream:
         return _fault_response(proto, fault)

@@ -71,6 +71,9 @@ BETA_FIELDS: tuple[BetaField, ...] = (
     BetaField("mid-conversation-system-2026-04-07", _system_message,
               "Input should be 'user' or 'assistant'", also=("mid-conversation-tool-changes-2026-07-01",)),
     BetaField("advanced-tool-use-2025-11-20", _deferred_tool, EXTRA, also=("tool-search-tool-2025-10-19",)),
+    # Claude Code's auto mode (its gateway protocol, "Messages") and request tags ("Billing group").
+    BetaField("auto-mode-classifier-2026-07-16", _top_level("safeguards"), EXTRA),
+    BetaField("request-tags-2026-08-21", _top_level("tags"), EXTRA),
 )
 
 

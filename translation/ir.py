@@ -234,6 +234,9 @@ class UpstreamCaps:
     # Anthropic thinking {"type": "adaptive"} + output_config.effort (Claude 4.6 and later);
     # False for the models before it, which take only a budget.
     adaptive_thinking: bool = True
+    # Anthropic's request tags (top-level ``tags``, beta ``request-tags-2026-08-21``): Bedrock, Vertex
+    # and compatible servers refuse them; they only label usage, so they are left out there.
+    request_tags: bool = True
 
 
 # ----------------------------------------------------------------- stream events

@@ -6,12 +6,13 @@ table, never imports the views, which take the app object.
 
 from __future__ import annotations
 
-from ..endpoints import managed, oauth, stored, views
+from ..endpoints import managed, oauth, orgadmin, stored, telemetry, usage, views
 from ..endpoints import websocket as responses_socket
 from .routes import Route, RouteTable
 
 POST, GET = frozenset({"POST"}), frozenset({"GET", "HEAD"})
 GET_DELETE = GET | {"DELETE"}
+GET_POST = GET | POST
 
 
 def api_routes() -> RouteTable:
@@ -33,6 +34,13 @@ def api_routes() -> RouteTable:
         Route("/oauth/token", oauth.token, None, POST),
         Route("/oauth/revoke", oauth.revoke, None, POST),
         Route("/managed/settings", managed.managed_settings, "anthropic", GET),
+        Route("/v1/organizations/spend_limits", orgadmin.spend_limits, "anthropic", GET_POST),
+        Route("/v1/organizations/spend_limits/{limit_id}", orgadmin.spend_limit, "anthropic", GET_DELETE),
+        Route("/v1/organizations/analytics/cost", orgadmin.cost, "anthropic", GET),
+        Route("/v1/metrics", telemetry.metrics, "anthropic", POST),
+        Route("/v1/logs", telemetry.logs, "anthropic", POST),
+        Route("/v1/traces", telemetry.traces, "anthropic", POST),
+        Route("/api/oauth/usage", usage.oauth_usage, "anthropic", GET),
         Route("/healthz", views.healthz, None, GET, served_when_stopping=True),
         Route("/readyz", views.readyz, None, GET),
         Route("/metrics", views.metrics, None, GET),

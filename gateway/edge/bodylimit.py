@@ -14,6 +14,10 @@ The time: ``GATEWAY_BODY_TIMEOUT`` seconds, plus one second for every
 slow link keeps its time as long as bytes come; one trickling a byte now and
 then does not.
 
+On the paths of Anthropic's protocol a chunked body without a ``Content-Length`` is refused (411):
+Claude Code and the Anthropic SDKs always send the length (the Claude Code gateway protocol allows
+the refusal), and a declared length lets a body over the limit be refused before it is read.
+
 An API body sent with ``Content-Encoding`` (gzip, deflate or zstd: Codex
 compresses its requests with zstd) is decoded here, within the same limit (a
 100 KB gzip body may inflate to 100 MB), and the header dropped.
@@ -77,12 +81,16 @@ class BodyLimit:
 
 
 async def read_body(scope: Scope, receive: Receive, limit: int, timeout: float,
-                    decode: bool = False) -> bytes | None:
+                    decode: bool = False, length_required: bool = False) -> bytes | None:
     """The whole body within ``limit`` bytes and the time; None when the client left first.
 
-    ``decode``: a body with a ``Content-Encoding`` is decoded within the same limit (the API's)."""
+    ``decode``: a body with a ``Content-Encoding`` is decoded within the same limit (the API's).
+    ``length_required``: a chunked body without a ``Content-Length`` is refused (411)."""
 
     declared = _header(scope, b"content-length")
+    if declared is None and length_required and _header(scope, b"transfer-encoding"):
+        raise Refused(411, "Send the request body with a Content-Length header: a chunked body without one is "
+                           "not accepted here", "invalid_request_error")
     if declared is not None:
         try:
             if int(declared) > limit:
@@ -120,7 +128,7 @@ async def refuse(send: Any, receive: Receive, routes: RouteTable, path: str, ref
 
     await send_error(send, routes, path, refusal.status, refusal.message, refusal.error_type,
                      [(b"access-control-allow-origin", b"*"), (b"connection", b"close")], more_body=True)
-    if refusal.status == 413:
+    if refusal.status in (411, 413):
         # The answer is out; what the client still sends is dropped before the connection closes.
         drained = 0
         try:

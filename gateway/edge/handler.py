@@ -58,7 +58,7 @@ class ApiHandler:
         options = gw.options
         try:
             body = await read_body(scope, receive, options.max_body_bytes, options.body_timeout,
-                                   decode=envelope is not None)
+                                   decode=envelope is not None, length_required=envelope == "anthropic")
         except Refused as refusal:
             return await refuse(send, receive, routes, path, refusal)
         if body is None:

@@ -63,6 +63,14 @@ class ApiRequest:
         found = [value.decode("latin-1") for key, value in self.raw_headers if key.lower() == wanted]
         return ", ".join(found)
 
+    def param_lists(self) -> dict[str, list[str]]:
+        """Every query parameter with all its values, in order."""
+
+        out: dict[str, list[str]] = {}
+        for name, value in parse_qsl(self.query, keep_blank_values=True):
+            out.setdefault(name, []).append(value)
+        return out
+
     @property
     def params(self) -> Mapping[str, str]:
         """The query string's parameters (the last value of a repeated one)."""

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import GatewayError, render, status_of
+from ..errors import GatewayError, headers_of, render, status_of
 from .asgiwrite import NOSNIFF
 
 SSE_HEADERS = {
@@ -116,4 +116,4 @@ def error_response(protocol: str | None, err: GatewayError) -> ApiResponse:
     """``err`` answered in ``protocol``'s envelope (``gateway.errors.render``), with its headers."""
 
     body, content_type = render(protocol, err)
-    return ApiResponse(status_of(err), body, content_type, dict(err.headers))
+    return ApiResponse(status_of(err, protocol), body, content_type, headers_of(err, protocol))

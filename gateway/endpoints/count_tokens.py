@@ -53,7 +53,8 @@ async def count_input_tokens(gw: Gateway, body: dict[str, Any], key: KeyInfo, sn
     check_allowed(key, req.model)
     route = resolve(req.model, snap)
     if route.provider.protocol == "anthropic":
-        fwd = forwarded(client_headers, query, proto.NAME, route.provider.protocol)
+        fwd = forwarded(client_headers, query, proto.NAME, route.provider.protocol,
+                        request_tags=route.provider.caps.request_tags)
         answer = await _ask_upstream(gw, body, route, fwd)
         if answer is not None:
             return answer

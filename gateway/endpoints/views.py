@@ -38,9 +38,10 @@ from ..exchange import conversation
 from ..exchange.dispatch import Exchange, dispatch
 from ..exchange.routing import check_allowed, may_use, resolve, shown
 from ..limits import request_estimate
+from ..limits.standing import answer_headers
 from ..log.record import LogRecord
 from ..state import KeyInfo
-from . import compaction, model_shapes
+from . import compaction, messages_fields, model_shapes
 from .auth import authenticate
 from .count_tokens import count_input_tokens
 from .models_list import entry_for
@@ -93,7 +94,7 @@ def _log_rejected(gw: Gateway, proto: ProtocolModule, key: KeyInfo | None, body:
         request_id=new_id("req_"), client_protocol=proto.NAME, client_key_id=key.id if key else None,
         client_key_name=key.name if key else "", model_requested=model if isinstance(model, str) else "",
         stream=bool(isinstance(body, dict) and body.get("stream") is True),
-        status=status_of(err), error_class=err.error_class, transport=request.transport,
+        status=status_of(err, proto.NAME), error_class=err.error_class, transport=request.transport,
         user_id=key.user_id if key else None, team_id=key.team_id if key else None,
         surface=key.surface if key else "", **(hints.read(request.headers) if key else {}),
     ))
@@ -121,21 +122,31 @@ async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_ap
         ireq = parse_request(proto, body)
         check_allowed(key, ireq.model)  # before routing: a name the key may not use is not looked up
         route = resolve(ireq.model, snap)
+        if proto.NAME == "anthropic":
+            messages_fields.refuse_what_the_upstream_cannot_take(body, route)
         if previous is not None:  # the conversation as the routed provider may be sent it
             ireq = parse_request(proto, previous.expanded(body, route.provider.id))
         ex = Exchange(new_id("req_"), proto, key, body, ireq, route, request.headers,
                       request.query, previous, stateful and conversation.keeps(body))
         prices = route.provider.prices
         ex.record.transport = request.transport
+        if proto.NAME == "anthropic":
+            ex.record.billing_group = messages_fields.billing_group(body, gw.options.billing_group_tag)
         ex.hold = await gw.limits.admit(key, ex.request_id, request_estimate(
             proto.NAME, body, ireq, len(request.body), gw.options.reserve_output_tokens, prices,
             route.upstream_model), prices)
         ex.record.request_body = gw.log.keep_body(request.body)
-        return await serve(gw, ex)
+        standings = ex.hold.standings
+        response = await serve(gw, ex)
+        if standings and proto.NAME == "anthropic" and response.status == 200:
+            # The caller's standing against its USD caps, as Claude Code shows it (gateway.limits.standing).
+            for name, value in answer_headers(standings).items():
+                response[name] = value
+        return response
     except (GatewayError, DatabaseUnavailable) as exc:
         err = exc if isinstance(exc, GatewayError) else unavailable(exc)
         if ex is not None:
-            ex.record.status, ex.record.error_class = status_of(err), err.error_class
+            ex.record.status, ex.record.error_class = status_of(err, proto.NAME), err.error_class
             ex.record.latency_ms = ex.elapsed_ms()
             gw.log.submit(ex.record)
         elif key is not None or isinstance(err, AuthenticationFailed):

@@ -37,7 +37,7 @@ from translation.sse import SSEEvent, SSEParser
 
 from ..edge.request import ApiRequest
 from ..edge.responses import ApiResponse, EventStream
-from ..errors import GatewayError, InvalidRequest, render, status_of, unavailable
+from ..errors import GatewayError, InvalidRequest, headers_of, render, status_of, unavailable
 from .auth import authenticate
 from .views import json_object
 
@@ -92,7 +92,7 @@ def input_items(value: Any) -> list[Any]:
 
 def error_frame(err: GatewayError) -> str:
     body, _ = render(PROTOCOL, err)
-    return _error_frame(status_of(err), body, err.headers)
+    return _error_frame(status_of(err, PROTOCOL), body, headers_of(err, PROTOCOL))
 
 
 def _error_frame(status: int, body: bytes, headers: dict[str, str]) -> str:

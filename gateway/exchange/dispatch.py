@@ -55,7 +55,7 @@ from ..log.writer import LogWriter
 from ..state import KeyInfo
 from . import conversation
 from .clientstream import ClientStream, Encoding, Forwarding
-from .forwarding import Forwarded, forwarded
+from .forwarding import Forwarded, forwarded, passed_back
 from .neterrors import NetworkFailure, client_message, failure_kind, trace_text
 from .relay import TIMEOUT, Batch, Bounds, Decoding, Reader, Tapping, UpstreamStream, read_until_content
 from .routing import Route
@@ -67,6 +67,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ERROR_BODY_LIMIT = 64 * 1024
+PING = b'event: ping\ndata: {"type": "ping"}\n\n'  # Anthropic's keepalive event, as its API sends it
 
 
 @dataclass
@@ -146,7 +147,7 @@ def upstream_request(ex: Exchange, proto: ProtocolModule, account_id: int = 0) -
         except ir.InvalidRequest as exc:  # something the upstream's protocol cannot carry
             raise InvalidRequest(exc.message, exc.param) from exc
         betas = proto.required_betas(body)
-    fwd = forwarded(ex.headers, ex.query, ex.client.NAME, provider.protocol, betas)
+    fwd = forwarded(ex.headers, ex.query, ex.client.NAME, provider.protocol, betas, provider.caps.request_tags)
     try:
         return sse.dumps(body).encode(), fwd
     except TypeError as exc:
@@ -225,11 +226,8 @@ async def _judge(gw: Gateway, ex: Exchange, attempt: Attempt, err: ir.Error, tex
     attempt.error = redact(err.message or text, [secret])
     # As the client gets it: with the upstream's status, as it came on the same protocol, else in the
     # client's envelope with the upstream's type, code and param.
-    passed: dict[str, str] = {}
-    if headers is not None and headers.get("retry-after"):
-        passed["Retry-After"] = headers["retry-after"]
     failure = UpstreamFailed(err.status, upstream_message(err.message, secret, text, err.status), err.error_type,
-                             headers=passed, code=err.code, param=err.param, raw=passable(raw, secret))
+                             headers=passed_back(headers), code=err.code, param=err.param, raw=passable(raw, secret))
     if ruling.action == Verdict.DISABLE:
         await gw.pool.disable(attempt.account_id or 0, rule=ruling.rule, tier=ruling.tier, status_code=err.status,
                               excerpt=redact(text or err.message, [secret]), cooldown_until=_retry_after(headers),
@@ -416,6 +414,10 @@ class _StreamWriter:
             opening = b"".join([self._feed(batch) for batch in first])
             if not self.kept:
                 self._keep()
+            # Silence is filled with SSE comments until the stream has begun; on an Anthropic stream, once its
+            # message_start is out, with Anthropic's own ping event: a client's idle timer that counts events
+            # (not bytes) sees those, and the SDKs drop them (Claude Code's watchdogs take either).
+            pinging = bool(opening) and self.ex.client.NAME == "anthropic"
             yield opening or sse.comment()
             while True:
                 wait = min(self.keepalive, stream.idle_timeout - stream.idle_for())
@@ -428,12 +430,13 @@ class _StreamWriter:
                         yield self._fail(ir.transport_error(ir.TransportFailure.TIMEOUT,
                                                             "upstream stalled past its idle timeout", 504))
                         break
-                    yield sse.comment()
+                    yield PING if pinging else sse.comment()
                     continue
                 out = self._feed(item)
                 if not self.kept:
                     self._keep()
                 if out:
+                    pinging = self.ex.client.NAME == "anthropic"
                     yield out
             out = self._sent(self.client.finish())
             if not self.kept:

@@ -18,11 +18,22 @@ client header             upstream protocols    when
                                                 the upstream then reads the compaction trigger)
 ========================  ====================  ===========================================
 
+An upstream that refuses request tags (``Provider.accepts_request_tags`` off) gets neither the
+body's ``tags`` nor the ``request-tags-2026-08-21`` value of ``anthropic-beta``: Bedrock, Vertex and
+many compatible servers reject both, and they only label usage.
+
 Query parameters: ``beta`` (Claude Code posts to ``/v1/messages?beta=true``) to an
 Anthropic upstream on the same protocol; no other.
 
 A provider's own ``headers`` are applied last: they add or override any of these
 (and the credential), and an empty value drops the header.
+
+Back to the client, of the upstream's response headers only ``Retry-After`` on an error the
+client gets (:func:`passed_back`), passthrough or not. Everything else stays behind: above all an
+Anthropic upstream's ``anthropic-ratelimit-*`` (the pool's own quota, which a client would take
+for its own: Claude Code shows ``anthropic-ratelimit-unified-*`` as the user's usage), OpenAI's
+``x-ratelimit-*``, request ids and cookies. The caller's own standing is the gateway's to send
+(``gateway.limits.standing``).
 """
 
 from __future__ import annotations
@@ -55,16 +66,21 @@ class Forwarded:
     query: str = ""  # without the "?"
 
 
+REQUEST_TAGS_BETA = "request-tags-2026-08-21"
+
+
 def forwarded(client_headers: Mapping[str, str], query: str, client: str, upstream: str,
-              required_betas: Iterable[str] = ()) -> Forwarded:
+              required_betas: Iterable[str] = (), request_tags: bool = True) -> Forwarded:
     """``client_headers`` are the request's (any case); ``required_betas`` are those a
-    translated Anthropic body relies on."""
+    translated Anthropic body relies on; ``request_tags``: the upstream takes request tags."""
 
     same = client == upstream
     headers: dict[str, str] = {}
     for name, rule in HEADERS.items():
         if upstream in rule.upstreams and (same or not rule.same_protocol_only):
             value = client_headers.get(name)
+            if value and name == "anthropic-beta" and not request_tags and REQUEST_TAGS_BETA in value:
+                value = ",".join(b for b in (v.strip() for v in value.split(",")) if b and b != REQUEST_TAGS_BETA)
             if value:
                 headers[name] = value
     betas = list(dict.fromkeys(required_betas))
@@ -73,6 +89,17 @@ def forwarded(client_headers: Mapping[str, str], query: str, client: str, upstre
     params = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True)
               if k in QUERY and upstream in QUERY[k].upstreams and (same or not QUERY[k].same_protocol_only)]
     return Forwarded(headers, urlencode(params))
+
+
+PASSED_BACK = ("retry-after",)
+
+
+def passed_back(upstream_headers: Mapping[str, str] | None) -> dict[str, str]:
+    """Of an upstream's error answer's headers (any case), those its client gets."""
+
+    if upstream_headers is None:
+        return {}
+    return {"Retry-After": value for name in PASSED_BACK if (value := upstream_headers.get(name))}
 
 
 def apply_provider_headers(headers: dict[str, str], provider_headers: Mapping[str, str]) -> dict[str, str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from ..errors import ModelNotFound, PermissionDenied
+from ..errors import ModelDenied, ModelNotFound
 from ..state import AliasInfo, KeyInfo, ProviderInfo, Snapshot
 
 # Legacy → current names (SOP "Model Name Mapping").
@@ -153,7 +153,7 @@ def may_use(key: KeyInfo, model: str) -> bool:
 
 def check_allowed(key: KeyInfo, model: str) -> None:
     if not may_use(key, model):
-        raise PermissionDenied(f"This API key is not allowed to use the model '{shown(model)}'", param="model")
+        raise ModelDenied(f"This API key is not allowed to use the model '{shown(model)}'", param="model")
 
 
 def shown(model: str, limit: int = 200) -> str:

@@ -43,9 +43,12 @@ class Budget:
     window: Window
     measure: Callable[[LogRecord], int]  # what a finished request spent, in the unit
     logged: Logged  # what the log shows a key spent per slice
+    # A budget a whole team shares (a team's, through ``Limits(budgets=...)``): its refusal says so
+    # (``gateway.limits.standing``), and it counts apart from the key's own.
+    pool: bool = False
 
     def scope(self, key: KeyInfo) -> str:
-        return f"{self.unit}:{self.window.name}:{key.id}:{key.name}"
+        return f"{'pool:' if self.pool else ''}{self.unit}:{self.window.name}:{key.id}:{key.name}"
 
     def amount(self, n: int) -> str:
         """``n`` in the budget's unit, as a message shows it: "40 tokens", "$5.00"."""
@@ -114,6 +117,11 @@ def usd_of(prices: dict[str, Any] | None) -> Callable[[LogRecord], int]:
         return micro_dollars(spent) if spent else 0
 
     return measure
+
+
+# A caller's budgets: (key, the route's prices, where USD spending is read) → budgets. ``budgets_of`` by
+# default; a team's shared budgets join its list marked ``pool=True``.
+BudgetsOf = Callable[[KeyInfo, dict[str, Any] | None, UsdSpent | None], list[Budget]]
 
 
 def budgets_of(key: KeyInfo, prices: dict[str, Any] | None = None, spent: UsdSpent | None = None) -> list[Budget]:

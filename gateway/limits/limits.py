@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..errors import OverBudget, RateLimited, TooManyInFlight
 from ..state import KeyInfo
 from .breaker import Breaker
-from .budgets import USD, Budget, LogUsage, UsdSpent, budgets_of
+from .budgets import USD, Budget, BudgetsOf, LogUsage, UsdSpent, budgets_of
+from .standing import DEFAULT_HELP, Standing, refusal, standing_of
 from .store import Granted, LocalStore, RedisStore, SharedUnavailable, Store
 
 if TYPE_CHECKING:
@@ -72,6 +73,8 @@ class Hold:
     def __init__(self, limits: Limits, request_id: str) -> None:
         self.request_id = request_id
         self.leases: list[Lease] = []
+        # The key's standing against each of its USD budgets at admission (gateway.limits.standing).
+        self.standings: list[Standing] = []
         self.loop = asyncio.get_running_loop()
         self._limits = limits
         self._settled = False
@@ -92,15 +95,20 @@ class Limits:
     def __init__(self, redis_url: str = "", token_usage_ttl: float = 5.0, *,
                  reserve_output_tokens: int = 4096, lease: float = LEASE_SECONDS,
                  breaker: Breaker | None = None, clock: Callable[[], float] = time.time,
-                 usd_spent: UsdSpent | None = None) -> None:
+                 usd_spent: UsdSpent | None = None, budgets: BudgetsOf = budgets_of,
+                 budget_help: str = DEFAULT_HELP) -> None:
         """``usd_spent``: what a key spent in USD per slice since a time (sync), the floor under its USD
         budgets; None reads the request log. ``clock``: Unix seconds, the clock the request log is
-        stamped by (slices are named by it)."""
+        stamped by (slices are named by it). ``budgets``: a caller's budgets (its key's; a team's
+        shared ones join them marked ``pool``). ``budget_help``: what a refusal at a spent USD budget
+        tells the caller to do (``GATEWAY_BUDGET_HELP``)."""
 
         self.local = LocalStore()
         self.shared = RedisStore(redis_url, breaker) if redis_url else None
         self.usage = LogUsage(token_usage_ttl)
         self.usd_spent = usd_spent
+        self.budgets = budgets
+        self.budget_help = budget_help
         self.reserve_output_tokens = reserve_output_tokens
         self.lease = lease
         self._clock = clock
@@ -120,6 +128,13 @@ class Limits:
             except SharedUnavailable:
                 pass
         return self.local, await op(self.local)
+
+    async def hits(self, name: str, seconds: int) -> int:
+        """Count one more in the fixed window of ``seconds`` now falls in, named ``name``; returns the count."""
+
+        window = int(self._clock() // seconds)
+        _, count = await self._on(lambda store: store.hit(f"{name}:{window}", 2 * seconds))
+        return count
 
     async def check_rate(self, key: KeyInfo) -> None:
         """Count a request against the key's requests per minute; raise :class:`RateLimited` over it."""
@@ -146,19 +161,43 @@ class Limits:
 
         hold = Hold(self, request_id)
         cap = key.max_concurrent_requests
-        budgets = budgets_of(key, prices, self.usd_spent)
+        budgets = self.budgets(key, prices, self.usd_spent)
         if cap is None and not budgets:
             return hold
         try:
             if cap is not None:
                 await self._take_slot(hold, key, cap)
+            now = self._clock()
+            refused: tuple[Budget, Granted] | None = None
             for budget in budgets:
-                await self._reserve(hold, key, budget, estimate(budget))
+                if refused is None:
+                    granted = await self._reserve(hold, key, budget, estimate(budget), now)
+                    if not granted.ok:
+                        refused = budget, granted
+                elif budget.unit == USD:  # past a refusal, the other caps only looked at: which frees last
+                    granted = await self._look(key, budget, now)
+                else:
+                    continue
+                if budget.unit == USD:
+                    hold.standings.append(standing_of(budget, granted, now))
+            if refused is not None:
+                budget, granted = refused
+                self.budget_refused(key, budget, refusal_event(budget.scope(key), budget.window.seconds, now))
+                if budget.unit == USD and granted.used >= budget.limit:
+                    raise refusal(hold.standings, now, self.budget_help)
+                raise over_budget(budget, granted, now)
         except BaseException:
             hold.settle()
             raise
         self._live.add(hold)
         return hold
+
+    async def standings(self, key: KeyInfo) -> list[Standing]:
+        """``key``'s standing against each of its USD budgets now, reserving nothing (``/api/oauth/usage``)."""
+
+        now = self._clock()
+        return [standing_of(budget, await self._look(key, budget, now), now)
+                for budget in self.budgets(key, None, self.usd_spent) if budget.unit == USD]
 
     async def _take_slot(self, hold: Hold, key: KeyInfo, cap: int) -> None:
         scope = f"conc:{key.id}:{key.name}"
@@ -168,18 +207,25 @@ class Limits:
                               "in flight; retry when one finishes", headers={"Retry-After": "1"})
         hold.leases.append(Lease(store, scope, hold.request_id, None))
 
-    async def _reserve(self, hold: Hold, key: KeyInfo, budget: Budget, amount: int) -> None:
-        now, window = self._clock(), budget.window
+    async def _reserve(self, hold: Hold, key: KeyInfo, budget: Budget, amount: int, now: float) -> Granted:
+        window = budget.window
         since = window.first(now)
         logged = await self.usage.since(budget, key.id, since)
         scope = budget.scope(key)
         member = f"{hold.request_id}:{amount}"
         store, granted = await self._on(
             lambda s: s.reserve(scope, member, amount, budget.limit, logged, since, window.keep, self.lease))
-        if not granted.ok:
-            self.budget_refused(key, budget, refusal_event(scope, window.seconds, now))
-            raise over_budget(budget, granted, now)
-        hold.leases.append(Lease(store, scope, member, budget, window.slice_of(now)))
+        if granted.ok:
+            hold.leases.append(Lease(store, scope, member, budget, window.slice_of(now)))
+        return granted
+
+    async def _look(self, key: KeyInfo, budget: Budget, now: float) -> Granted:
+        window = budget.window
+        since = window.first(now)
+        logged = await self.usage.since(budget, key.id, since)
+        scope = budget.scope(key)
+        _, granted = await self._on(lambda s: s.look(scope, budget.limit, logged, since, window.keep))
+        return granted
 
     def give_back(self, hold: Hold, record: LogRecord | None) -> None:
         """Return ``hold``'s leases, on its loop (from whichever thread ends the request)."""
@@ -249,6 +295,8 @@ def refusal_event(scope: str, window: int, now: float) -> str:
 
 
 def over_budget(budget: Budget, granted: Granted, now: float) -> OverBudget:
+    """The refusal of a token budget, or of a USD budget filled by reservations in flight."""
+
     limit, window = budget.amount(budget.limit), budget.window
     if granted.used >= budget.limit:
         if granted.freeing is None:  # a limit of 0: nothing leaving the window frees it
@@ -257,9 +305,7 @@ def over_budget(budget: Budget, granted: Granted, now: float) -> OverBudget:
             frees_at = window.out_at(granted.freeing)
             when = f"at {dt.datetime.fromtimestamp(frees_at, dt.timezone.utc):%Y-%m-%d %H:%M} UTC"
         retry = {"Retry-After": str(max(1, math.ceil(frees_at - now)))}
-        if budget.unit == USD:
-            return OverBudget(f"The {window.adjective} USD budget of {limit} for this key is spent "
-                              f"({budget.amount(granted.used)} in {window.phrase}); it frees {when}", headers=retry)
+        # (A spent USD budget is refused by gateway.limits.standing.refusal, in Claude Code's words.)
         return OverBudget(f"This API key has used its {limit} in {window.phrase}; the limit frees {when}",
                           headers=retry)
     # Not spent yet but reserved by requests in flight: what they do not use comes back when they end.

@@ -55,6 +55,8 @@ class Granted:
     # Refused reservations: the start of the newest slice that must leave the window for ``used`` to fall
     # under the limit (``window.freeing``); None when reservations in flight are what fills it.
     freeing: int | None = None
+    # Reservations: the start of the oldest live slice that holds spending (None: nothing spent).
+    oldest: int | None = None
 
 
 class SharedUnavailable(Exception):
@@ -74,6 +76,9 @@ class Store(Protocol):
         the slices from ``since`` on, each at least what ``logged`` (slice start → amount, the request
         log's) shows; the slices are kept ``keep`` seconds."""
 
+    async def look(self, scope: str, limit: int, logged: Mapping[int, int], since: int, keep: int) -> Granted:
+        """What :meth:`reserve` would find, reserving nothing (``ok``: under ``limit``)."""
+
     async def give_back(self, scope: str, member: str, spent: int = 0, at: int = 0, keep: int = 0) -> None:
         """End a lease; add ``spent`` to the scope's slice starting at ``at`` (kept ``keep`` seconds)."""
 
@@ -83,6 +88,10 @@ class Store(Protocol):
 
 def _amount(member: str) -> int:
     return int(member.rpartition(":")[2])
+
+
+def _oldest(slices: Mapping[int, int]) -> int | None:
+    return min((start for start, n in slices.items() if n > 0), default=None)
 
 
 class LocalStore:
@@ -122,24 +131,36 @@ class LocalStore:
         slices, drop = self._used.get(scope, ({}, 0.0))
         return slices if drop > self._clock() else {}
 
-    async def reserve(self, scope: str, member: str, amount: int, limit: int, logged: Mapping[int, int],
-                      since: int, keep: int, lease: float) -> Granted:
-        now = self._clock()
+    def _floored(self, scope: str, logged: Mapping[int, int], since: int, keep: int) -> dict[int, int]:
+        """The scope's live slices, each raised to what the log shows for it."""
+
         slices = {start: n for start, n in self._slices(scope).items() if start >= since}
         for start, n in logged.items():
             if start >= since and slices.get(start, 0) < n:
                 slices[start] = n
         if slices:
-            self._used[scope] = (slices, now + keep)
+            self._used[scope] = (slices, self._clock() + keep)
         else:
             self._used.pop(scope, None)
-        used = sum(slices.values())
+        return slices
+
+    async def reserve(self, scope: str, member: str, amount: int, limit: int, logged: Mapping[int, int],
+                      since: int, keep: int, lease: float) -> Granted:
+        slices = self._floored(scope, logged, since, keep)
+        used, oldest = sum(slices.values()), _oldest(slices)
         held = self._live(scope)
         reserved = sum(_amount(m) for m in held)
         if used + reserved >= limit:
-            return Granted(False, used, reserved, freeing(slices, limit))
-        held[member] = now + lease
-        return Granted(True, used, reserved)
+            return Granted(False, used, reserved, freeing(slices, limit), oldest)
+        held[member] = self._clock() + lease
+        return Granted(True, used, reserved, None, oldest)
+
+    async def look(self, scope: str, limit: int, logged: Mapping[int, int], since: int, keep: int) -> Granted:
+        slices = self._floored(scope, logged, since, keep)
+        used = sum(slices.values())
+        reserved = sum(_amount(m) for m in self._live(scope))
+        return Granted(used < limit, used, reserved, freeing(slices, limit) if used >= limit else None,
+                       _oldest(slices))
 
     async def give_back(self, scope: str, member: str, spent: int = 0, at: int = 0, keep: int = 0) -> None:
         held = self._held.get(scope)
@@ -178,7 +199,8 @@ return {1, 0, n + 1}
 
 # KEYS: held, used. ARGV: member, amount, limit, lease ms, since, keep s, then (slice start, logged) pairs.
 # The slice fields are written back as given (strings), so that a HINCRBY names the same field.
-# The refusal's freeing slice is ``window.freeing``, in Lua; -1 for None.
+# The refusal's freeing slice is ``window.freeing``, in Lua; -1 for None; the oldest slice holding
+# spending likewise. A member "" only looks (``Store.look``): it reserves nothing.
 _RESERVE = _NOW + """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local limit, since = tonumber(ARGV[3]), tonumber(ARGV[5])
@@ -197,29 +219,34 @@ for i = 7, #ARGV, 2 do
   end
 end
 if written then redis.call('EXPIRE', KEYS[2], ARGV[6]) end
-local used, starts = 0, {}
+local used, starts, oldest = 0, {}, -1
 for start, n in pairs(slices) do
   used = used + n
   starts[#starts + 1] = start
+  if n > 0 and (oldest < 0 or start < oldest) then oldest = start end
 end
 local reserved = 0
 for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
   reserved = reserved + tonumber(string.match(m, ':(%d+)$'))
 end
-if used + reserved >= limit then
-  local frees, left = -1, used
-  if used >= limit then
-    table.sort(starts)
-    for _, start in ipairs(starts) do
-      left = left - slices[start]
-      if left < limit then frees = start break end
-    end
+local frees, left = -1, used
+if used >= limit then
+  table.sort(starts)
+  for _, start in ipairs(starts) do
+    left = left - slices[start]
+    if left < limit then frees = start break end
   end
-  return {0, used, reserved, frees}
+end
+if ARGV[1] == '' then
+  if used < limit then return {1, used, reserved, -1, oldest} end
+  return {0, used, reserved, frees, oldest}
+end
+if used + reserved >= limit then
+  return {0, used, reserved, frees, oldest}
 end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), ARGV[1])
 redis.call('PEXPIRE', KEYS[1], 2 * tonumber(ARGV[4]))
-return {1, used, reserved, -1}
+return {1, used, reserved, -1, oldest}
 """
 
 # KEYS: held, used. ARGV: member, spent, slice start, keep s.
@@ -331,6 +358,9 @@ class RedisStore:
 
         return _granted(await self._run(op))
 
+    async def look(self, scope: str, limit: int, logged: Mapping[int, int], since: int, keep: int) -> Granted:
+        return await self.reserve(scope, "", 0, limit, logged, since, keep, 0.0)
+
     async def give_back(self, scope: str, member: str, spent: int = 0, at: int = 0, keep: int = 0) -> None:
         async def op(c: _Client) -> Any:
             return await c.give_back(keys=[_held(scope), _used(scope)], args=[member, spent, at, max(1, keep)])
@@ -356,4 +386,5 @@ class RedisStore:
 def _granted(reply: Any) -> Granted:
     ok, used, held, *rest = (int(x) for x in reply)
     frees = rest[0] if rest else -1
-    return Granted(bool(ok), used, held, None if frees < 0 else frees)
+    oldest = rest[1] if len(rest) > 1 else -1
+    return Granted(bool(ok), used, held, None if frees < 0 else frees, None if oldest < 0 else oldest)

@@ -60,6 +60,7 @@ class LogRecord:
     cc_settings_checksum: str = field(default="", repr=False)
     created_at: Any = field(default_factory=timezone.now)
     cost: Decimal | None = None  # USD: set by the log writer when it prices the row (gateway.log.writer)
+    billing_group: str = ""  # the request tag GATEWAY_BILLING_GROUP_TAG names (Claude Code's attributionProject)
 
 
 def request_cost(record: LogRecord, prices: dict[str, Any] | None) -> Decimal | None:

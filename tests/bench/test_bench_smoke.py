@@ -162,6 +162,8 @@ def test_features_bench_measures_metrics_limits_and_buckets_per_request(tmp_path
     assert 0 < figures["metrics_us_per_request"] < 10_000
     limits = figures["limits"]
     assert 0 < limits["key_without_limits_us"] < limits["key_with_limits_and_usd_budgets_us"]
+    headers = figures["usage_headers"]
+    assert 0 < headers["headers_alone_us"] < headers["admit_settle_and_headers_us"]
     buckets = figures["log_writer_buckets"]
     assert 0 < buckets["five_minute_tier_only_us"] < buckets["three_tiers_us"]
 

@@ -98,8 +98,9 @@ def dirs(tmp: Path) -> tuple[Path, Path]:
 # ------------------------------------------------------------------ Claude Code
 
 
-def claude_code(gateway_url: str, key: str, model: str, prompt: str, tmp: Path) -> Run:
-    """``claude -p`` with the gateway as its Anthropic API; Bash allowed, every model name routed to ``model``."""
+def claude_code(gateway_url: str, key: str, model: str, prompt: str, tmp: Path, **overrides: str) -> Run:
+    """``claude -p`` with the gateway as its Anthropic API; Bash allowed, every model name routed to ``model``.
+    ``overrides``: environment variables set over these (``CLAUDE_CODE_MAX_RETRIES`` to let it retry)."""
 
     home, work = dirs(tmp)
     env = sealed_env(
@@ -109,6 +110,7 @@ def claude_code(gateway_url: str, key: str, model: str, prompt: str, tmp: Path) 
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY="1",
         CLAUDE_CODE_DISABLE_TERMINAL_TITLE="1", CLAUDE_CODE_MAX_RETRIES="0",
     )
+    env.update(overrides)
     command = [executable("claude"), "-p", prompt, "--output-format", "stream-json", "--verbose",
                "--model", model, "--allowedTools", "Bash"]
     return run(command, work, env)

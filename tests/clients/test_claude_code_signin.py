@@ -23,15 +23,13 @@ import pytest
 from accounts.models import ModelAlias, Provider, RequestLog
 from signin import managed
 from signin.models import ClientReport, ManagedSettings, SignIn
-from tests.clients import agents
+from tests.clients import agents, signin
 from tests.clients.conftest import Marker, check_upstream
 from tests.clients.test_claude_code import tool_outputs, tool_uses
 from tests.servers import Server, received
-from tests.signin import web
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
-PASSWORD = "correct horse battery staple"
 # A model name the CLI knows (an unknown one costs a request of its own that mock-shell refuses),
 # routed to the scripted upstream's shell scenario on the Anthropic protocol.
 MODEL = "claude-sonnet-4-5"
@@ -41,22 +39,12 @@ MODEL = "claude-sonnet-4-5"
 def signed_in(agent_pool: Any, gateway: Server, tmp_path: Path) -> dict[str, Any]:
     """A developer, the managed settings that turn the hint headers on, and ``claude`` signed in as them."""
 
-    from django.contrib.auth import get_user_model
-
     ModelAlias.objects.create(name=MODEL, provider=Provider.objects.get(name="up-anthropic"),
                               upstream_model="mock-shell")
-    user = get_user_model().objects.create_user("dana", "dana@example.com", PASSWORD)
     policy = ManagedSettings.objects.create(settings={"env": {"CLAUDE_CODE_GATEWAY_HINT_HEADERS": "1"}})
-    browser = web.Browser(gateway.url)
-    assert browser.login("dana", PASSWORD).status_code == 200
-    approvals: list[int] = []
-    home, work = agents.dirs(tmp_path)
-    login = agents.claude_code_gateway_login(gateway.url, home, lambda code: approvals.append(
-        browser.approve(code).status_code))
-    browser.close()
+    done = signin.sign_in(gateway, tmp_path)
+    login, home, work, user = done.login, done.home, done.work, done.user
     why = login.transcript()
-    assert login.returncode == 0 and login.names[-1] == "done", why
-    assert approvals == [200], why
     # The CLI showed the code and where to approve it, then the account the token endpoint named.
     polling = next(s for s in login.states if s["state"] == "polling")
     assert polling["verificationUri"] == gateway.url + "/device", why

@@ -56,36 +56,43 @@ def chat_until_refused(url: str, key: str, most: int = 10) -> tuple[int, openai.
 
 def test_a_key_is_served_until_its_daily_usd_budget_is_spent_then_gets_429(
         pool: Any, gateway: Server, mock_upstream: Server) -> None:
+    """A spent budget frees at a known time, not in seconds: OpenAI's insufficient_quota, Anthropic's
+    billing_error, and x-should-retry: false for the SDKs (gateway.limits.standing)."""
+
     key = budget_key(mock_upstream, usd_budget_day="0.01")
     seen(gateway)
     started = time.time()
     served, refused = chat_until_refused(gateway.url, key)
     assert served == 2  # $0.007 spent after one: a second is served and crosses $0.01
     assert refused.status_code == 429
-    assert isinstance(refused.body, dict) and refused.body["type"] == "rate_limit_error"
+    assert refused.response.headers["x-should-retry"] == "false"
+    assert isinstance(refused.body, dict) and refused.body["type"] == "insufficient_quota"
+    assert refused.body["code"] == "insufficient_quota"
     message = refused.body["message"]
-    assert message.startswith("The 24-hour USD budget of $0.01 for this key is spent")
-    assert "in the last 24 hours" in message
+    assert message.startswith("This key's 24-hour USD budget of $0.01 is used up ($0.014 in the last 24 hours)")
+    assert message.endswith("; ask your gateway's administrators if you need it raised")
     # Both answers were spent in the slice the test started in (unless it started on a slice's edge).
     frees = frees_at(started) if frees_at(started) == frees_at(time.time()) else None
     if frees is not None:
-        assert f"it frees at {frees:%Y-%m-%d %H:%M} UTC" in message
+        assert f"it frees {frees:%b %-d at %H:%M} UTC" in message
         assert abs(int(refused.response.headers["retry-after"]) - (frees.timestamp() - time.time())) < 5
 
-    # The Messages API sees the same refusal as Anthropic's own rate_limit_error.
+    # The Messages API sees Anthropic's billing_error, with the usage headers Claude Code reads.
     with pytest.raises(anthropic.RateLimitError) as messages_refused:
         clients.anthropic_client(gateway.url, key).messages.create(
             model=MESSAGES_MODEL, max_tokens=20, messages=[{"role": "user", "content": "hi"}])
     body = messages_refused.value.body
     assert isinstance(body, dict) and body["type"] == "error"
-    assert body["error"]["type"] == "rate_limit_error"
-    assert body["error"]["message"].startswith("The 24-hour USD budget of $0.01 for this key is spent")
-    assert int(messages_refused.value.response.headers["retry-after"]) > 60
+    assert body["error"]["type"] == "billing_error"
+    assert body["error"]["message"].startswith("This key's 24-hour USD budget of $0.01 is used up")
+    headers = messages_refused.value.response.headers
+    assert int(headers["retry-after"]) > 60
+    assert headers["anthropic-ratelimit-unified-status"] == "rejected"
     # And the Responses API, in its own envelope.
     with pytest.raises(openai.RateLimitError) as responses_refused:
         clients.openai_client(gateway.url, key).responses.create(model=RESPONSES_MODEL, input="hi")
     assert isinstance(responses_refused.value.body, dict)
-    assert responses_refused.value.body["message"].startswith("The 24-hour USD budget of $0.01 for this key is spent")
+    assert responses_refused.value.body["message"].startswith("This key's 24-hour USD budget of $0.01 is used up")
 
 
 def test_a_streamed_answer_is_charged_to_the_budget_when_its_stream_ends(pool: Any, gateway: Server,
@@ -97,7 +104,7 @@ def test_a_streamed_answer_is_charged_to_the_budget_when_its_stream_ends(pool: A
                                                  stream=True, stream_options={"include_usage": True}))
     assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens > 1  # priced above $0.001
     time.sleep(0.2)  # the stream's settle runs after its last byte
-    with pytest.raises(openai.RateLimitError, match="24-hour USD budget of \\$0.001 for this key is spent"):
+    with pytest.raises(openai.RateLimitError, match="24-hour USD budget of \\$0.001 is used up"):
         client.chat.completions.create(model=CHAT_MODEL, messages=[{"role": "user", "content": "hi"}])
 
 
@@ -107,7 +114,7 @@ def test_other_keys_and_unlimited_windows_are_not_held_back(pool: Any, gateway: 
     roomy = budget_key(mock_upstream, usd_budget_month="100")
     seen(gateway)
     served, refused = chat_until_refused(gateway.url, spent)
-    assert served == 1 and "5-hour USD budget of $0.001" in str(refused.body)
+    assert served == 1 and "5-hour USD budget of $0.001 is used up" in str(refused.body)
     client = clients.openai_client(gateway.url, roomy)
     for _ in range(4):
         client.chat.completions.create(model=CHAT_MODEL, messages=[{"role": "user", "content": "hi"}])

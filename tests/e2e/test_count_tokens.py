@@ -105,7 +105,7 @@ def test_an_upstream_4xx_reaches_the_client_with_its_status(gateway: Server, moc
 
 def test_the_key_may_only_count_for_models_it_may_use(gateway: Server, mock_upstream: Server) -> None:
     configure(gateway, mock_upstream)
-    with pytest.raises(anthropic.PermissionDeniedError):
+    with pytest.raises(anthropic.BadRequestError, match="not allowed to use the model"):  # 400, Anthropic's table
         count(gateway, "up-anthropic/mock-text", LIMITED_KEY)
     assert received(mock_upstream) == []
     assert count(gateway, "up-openai_chat/mock-text", LIMITED_KEY) > 0

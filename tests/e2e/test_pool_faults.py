@@ -147,13 +147,17 @@ def test_error_inside_a_200_stream_before_content_is_retried(gateway: Server, mo
 @pytest.mark.parametrize("client_proto", CLIENTS)
 def test_all_accounts_bad_is_503_in_the_callers_envelope(gateway: Server, mock_upstream: Server,
                                                         client_proto: str, stream: bool) -> None:
+    """...and 529 overloaded_error in Anthropic's, as the Claude Code gateway protocol's table has it."""
+
     setup_pool(gateway, mock_upstream, "openai_chat", ["sk-fail-429-a", "sk-fail-402-b"])
     with pytest.raises((openai.APIStatusError, anthropic.APIStatusError)) as info:
         call(gateway, client_proto, "up-openai_chat/mock-text", stream)
-    assert info.value.status_code == 503
     body = info.value.body
     if client_proto == "anthropic":
-        assert isinstance(body, dict) and body.get("type") == "error"
+        assert info.value.status_code == 529
+        assert isinstance(body, dict) and body["error"]["type"] == "overloaded_error", body
+    else:
+        assert info.value.status_code == 503
     assert DisableEvent.objects.count() == 2
 
 

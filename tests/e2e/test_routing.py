@@ -96,20 +96,25 @@ def test_a_provider_without_auto_prefix_gets_the_name_as_asked(gateway: Server, 
 
 
 @pytest.mark.parametrize("client_proto", CLIENTS)
-def test_a_model_outside_the_keys_allowed_list_is_a_403_in_the_callers_envelope(
+def test_a_model_outside_the_keys_allowed_list_is_refused_in_the_callers_envelope(
         gateway: Server, mock_upstream: Server, client_proto: str) -> None:
+    """Anthropic's table (the Claude Code gateway protocol) makes a denied model a 400
+    invalid_request_error; the OpenAI envelopes keep their 403 permission_error."""
+
     load(router_config(mock_upstream))
     seen(gateway)
     tag = uuid.uuid4().hex[:8]
     out = call(gateway, client_proto, f"gpt-5-{tag}", key=LIMITED_KEY)  # allowed by pattern
     assert out.text
-    with pytest.raises((openai.PermissionDeniedError, anthropic.PermissionDeniedError)) as info:
+    with pytest.raises((openai.PermissionDeniedError, anthropic.BadRequestError)) as info:
         call(gateway, client_proto, f"claude-opus-4-6-{tag}", key=LIMITED_KEY)
     body = info.value.body
-    assert info.value.status_code == 403 and isinstance(body, dict)
+    assert isinstance(body, dict)
     if client_proto == "anthropic":
-        assert body["type"] == "error" and body["error"]["type"] == "permission_error"
+        assert info.value.status_code == 400
+        assert body["type"] == "error" and body["error"]["type"] == "invalid_request_error"
     else:  # the SDK hands over the "error" object of OpenAI's envelope
+        assert info.value.status_code == 403
         assert body["type"] == "permission_error" and body["param"] == "model"
     assert "claude-opus-4-6" in str(body)
     assert sent_upstream(mock_upstream, tag) == [f"openai/gpt-5-{tag}"]  # the refused one never left

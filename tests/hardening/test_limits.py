@@ -198,8 +198,8 @@ def test_a_key_pattern_without_a_slash_does_not_reach_provider_routes(pool: Any,
     # The same rule on count_tokens, in the Anthropic envelope.
     counted = httpx.post(gateway.url + COUNT, headers={"x-api-key": key},
                          json={"model": "acc-chat/mock-text", "messages": hi})
-    assert counted.status_code == 403
-    check_error_envelope(COUNT, 403, counted.headers, counted.content)
+    assert counted.status_code == 400  # a denied model, in Anthropic's table
+    assert check_error_envelope(COUNT, 400, counted.headers, counted.content)["error"]["type"] == "invalid_request_error"
     assert httpx.post(gateway.url + COUNT, headers={"x-api-key": key},
                       json={"model": "acc-chat-2", "messages": hi}).status_code == 200
 
@@ -213,8 +213,8 @@ def test_count_tokens_keeps_to_the_keys_models_and_rate(pool: Any, gateway: Serv
         return httpx.post(gateway.url + COUNT, headers={"x-api-key": key}, json={"model": model, "messages": hi})
 
     forbidden = count("up-openai_chat/mock-text")
-    assert forbidden.status_code == 403
-    check_error_envelope(COUNT, 403, forbidden.headers, forbidden.content)
+    assert forbidden.status_code == 400  # a denied model, in Anthropic's table
+    check_error_envelope(COUNT, 400, forbidden.headers, forbidden.content)
     assert [count("up-anthropic/mock-text").status_code for _ in range(2)] == [200, 200]
     limited = count("up-anthropic/mock-text")
     assert_rate_limited(COUNT, limited, WINDOW_SECONDS)

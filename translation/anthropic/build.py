@@ -327,6 +327,8 @@ def passthrough_request(body: dict[str, Any], model: str, caps: ir.UpstreamCaps)
             out["system"] = [_without_cache(b) for b in out["system"]]
         if isinstance(out.get("tools"), list):
             out["tools"] = [_without_cache(t) for t in out["tools"]]
+    if not caps.request_tags:
+        out.pop("tags", None)
     return out
 
 

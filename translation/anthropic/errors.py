@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .. import ir, sse
@@ -16,6 +17,7 @@ TYPE_BY_STATUS: dict[int, str] = {
     413: "request_too_large",
     429: "rate_limit_error",
     500: "api_error",
+    501: "not_supported",  # the Claude Code gateway protocol's: "endpoint not available on this backend"
     504: "timeout_error",
     529: "overloaded_error",
 }
@@ -48,7 +50,28 @@ def render_error(status: int, message: str, error_type: str | None = None,
     slot (its own messages name the field in the text, as ours already do), so an envelope
     with extra keys would not be Anthropic's: both are left out."""
 
+    if code == "context_length_exceeded" or (status in (400, 413) and _OPENAI_TOO_LONG.search(message)):
+        message = prompt_too_long(message)
     return {"type": "error", "error": {"type": anthropic_type(status, error_type), "message": message}}
+
+
+# OpenAI's "This model's maximum context length is 128000 tokens. However, your messages resulted in
+# 130000 tokens ..." (and its compatible servers' "... requested 130000 tokens ...").
+_OPENAI_TOO_LONG = re.compile(r"maximum context length is (\d+) tokens", re.IGNORECASE)
+_REQUESTED = re.compile(r"(?:resulted in|requested|you requested|have) (\d+) tokens", re.IGNORECASE)
+
+
+def prompt_too_long(message: str) -> str:
+    """An upstream's context-length error in Anthropic's own words, which Claude Code's recovery
+    (compact the conversation, drop old images) matches: ``prompt is too long: N tokens > M maximum``,
+    or without the numbers when the message does not give both."""
+
+    if message.lower().startswith("prompt is too long"):
+        return message
+    limit, used = _OPENAI_TOO_LONG.search(message), _REQUESTED.search(message)
+    if limit is not None and used is not None:
+        return f"prompt is too long: {used.group(1)} tokens > {limit.group(1)} maximum"
+    return f"prompt is too long: {message}"
 
 
 def _decode(body: Any) -> Any:

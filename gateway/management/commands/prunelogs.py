@@ -1,6 +1,7 @@
 """``python manage.py prunelogs --days N``: delete request-log rows (and usage and spend buckets) older than N
-days, and stored responses older than ``GATEWAY_RESPONSES_RETENTION_DAYS`` (their own retention: a
-conversation may be meant to outlive the log)."""
+days, stored responses older than ``GATEWAY_RESPONSES_RETENTION_DAYS`` (their own retention: a
+conversation may be meant to outlive the log), and the figures clients reported over OTLP older than
+``GATEWAY_TELEMETRY_RETENTION_DAYS``."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from django.utils import timezone
 from accounts.models import RequestLog
 from conversations import store
 from dashboard import rollup, spend
+from telemetry import store as telemetry_store
+from telemetry.models import ReportedFigure
 
 CHUNK = 5_000
 
@@ -37,12 +40,16 @@ class Command(BaseCommand):
                        for tier in (*rollup.TIERS, *spend.TIERS)]
         kept_days: int = settings.GATEWAY_RESPONSES_RETENTION_DAYS
         responses_cutoff = timezone.now() - dt.timedelta(days=max(kept_days, 0))
+        reported_cutoff = timezone.now() - dt.timedelta(days=max(settings.GATEWAY_TELEMETRY_RETENTION_DAYS, 0))
         if options["dry_run"]:
             counted = sum(b.count() for b in old_buckets)
             self.stdout.write(f"would delete {old.count()} request-log rows and {counted} usage buckets "
                               f"older than {cutoff:%Y-%m-%d %H:%M:%S} UTC")
             self.stdout.write(f"would delete {store.count_before(responses_cutoff)} stored responses "
                               f"older than {responses_cutoff:%Y-%m-%d %H:%M:%S} UTC")
+            reported = ReportedFigure.objects.filter(hour__lt=telemetry_store.hour_of(reported_cutoff)).count()
+            self.stdout.write(f"would delete {reported} reported telemetry figures "
+                              f"older than {reported_cutoff:%Y-%m-%d %H:%M:%S} UTC")
             return
         rows = 0
         # In chunks: one huge DELETE would hold the write lock (SQLite) or bloat one transaction for long.
@@ -57,3 +64,6 @@ class Command(BaseCommand):
                           f"older than {cutoff:%Y-%m-%d %H:%M:%S} UTC")
         responses = store.prune(responses_cutoff, CHUNK)
         self.stdout.write(f"deleted {responses} stored responses older than {responses_cutoff:%Y-%m-%d %H:%M:%S} UTC")
+        reported = telemetry_store.prune(reported_cutoff)
+        self.stdout.write(f"deleted {reported} reported telemetry figures older than "
+                          f"{reported_cutoff:%Y-%m-%d %H:%M:%S} UTC")

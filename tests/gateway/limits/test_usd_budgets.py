@@ -15,6 +15,7 @@ from accounts.budgetwindows import DAY
 from gateway.errors import RateLimited
 from gateway.limits import Budget, Limits, request_estimate
 from gateway.limits.budgets import USD
+from gateway.limits.standing import DEFAULT_HELP
 from gateway.log.writer import LogRecord
 from gateway.state import KeyInfo
 from translation import registry
@@ -105,8 +106,8 @@ def test_a_usd_budget_reserves_the_estimate_and_is_charged_the_real_cost() -> No
         with pytest.raises(RateLimited) as spent:
             await limits.admit(k, "d", fixed(1), PRICES)
         # Spent in the half-hour slice from 10:30: it leaves the window 24 hours after the slice's end.
-        assert spent.value.message == ("The 24-hour USD budget of $0.01 for this key is spent ($0.011 in the last "
-                                       "24 hours); it frees at 2026-11-26 11:00 UTC")
+        assert spent.value.message == ("This key's 24-hour USD budget of $0.01 is used up ($0.011 in the last "
+                                       f"24 hours); it frees Nov 26 at 11:00 UTC; {DEFAULT_HELP}")
         assert spent.value.headers["Retry-After"] == str(int((at(11, 0, day=26) - at(10, 41, 20)).total_seconds()))
 
     asyncio.run(go())
@@ -124,7 +125,7 @@ def test_failed_requests_and_unpriced_models_are_not_charged() -> None:
         hold = await limits.admit(k, "last", fixed(0), PRICES)  # nothing was spent: still admitted
         hold.settle(answered(5, 0))  # $0.005 exactly: the budget is spent
         await settled()
-        with pytest.raises(RateLimited, match=r"24-hour USD budget of \$0.005 for this key is spent"):
+        with pytest.raises(RateLimited, match=r"24-hour USD budget of \$0.005 is used up"):
             await limits.admit(k, "over", fixed(0), PRICES)
 
     asyncio.run(go())
@@ -147,8 +148,8 @@ def test_each_window_names_itself_and_when_it_frees(window: str, adjective: str,
         k = key(**{window: 2_500_000})  # $2.50
         await spend(limits, k, 2500)  # $2.50
         refused = await refusal(limits, k)
-        assert refused.message == (f"The {adjective} USD budget of $2.50 for this key is spent ($2.50 in {phrase}); "
-                                   f"it frees at {frees:%Y-%m-%d %H:%M} UTC")
+        assert refused.message == (f"This key's {adjective} USD budget of $2.50 is used up ($2.50 in {phrase}); "
+                                   f"it frees {frees:%b %-d at %H:%M} UTC; {DEFAULT_HELP}")
         assert int(refused.headers["Retry-After"]) == int((frees - now).total_seconds())
 
     asyncio.run(go())
@@ -161,12 +162,12 @@ def test_spend_that_ages_out_of_the_window_frees_the_budget() -> None:
         await spend(limits, k, 2500)
         for later in (at(12, 31, 10), at(12, 34, 59)):  # 5 hours on, its slice still reaches into the window
             clock.set(later)
-            assert "it frees at 2026-11-25 12:35 UTC" in (await refusal(limits, k)).message
+            assert "it frees Nov 25 at 12:35 UTC" in (await refusal(limits, k)).message
         clock.set(at(12, 35))
         await spend(limits, k, 2000, "after")  # the $2.50 left the window: admitted, and $2.00 spent since
         clock.set(at(12, 36))
         await spend(limits, k, 500, "more")  # $2.00 of $2.50: admitted
-        assert "($2.50 in the last 5 hours); it frees at 2026-11-25 17:40 UTC" in (await refusal(limits, k)).message
+        assert "($2.50 in the last 5 hours); it frees Nov 25 at 17:40 UTC" in (await refusal(limits, k)).message
 
     asyncio.run(go())
 
@@ -185,8 +186,8 @@ def test_the_budget_frees_when_enough_of_the_oldest_slices_have_left(oldest: int
         clock.set(at(10, 0))
         refused = await refusal(limits, k)
         spent = f"${(oldest + newest) / 1000:.2f}"
-        assert refused.message == (f"The 5-hour USD budget of $5.00 for this key is spent ({spent} in the last 5 "
-                                   f"hours); it frees at 2026-11-25 {frees} UTC")
+        assert refused.message == (f"This key's 5-hour USD budget of $5.00 is used up ({spent} in the last 5 "
+                                   f"hours); it frees Nov 25 at {frees} UTC; {DEFAULT_HELP}")
         hour, minute = (int(x) for x in frees.split(":"))
         assert refused.headers["Retry-After"] == str(int((at(hour, minute) - at(10, 0)).total_seconds()))
 
@@ -266,7 +267,7 @@ def test_what_the_request_log_shows_spent_in_the_window_counts_against_the_budge
         hold = await limits.admit(info, "a", fixed(1000), PRICES)  # $0.015 of $0.02 spent: admitted
         hold.settle(answered(5, 0))  # $0.005 more
         await settled()
-        with pytest.raises(RateLimited, match=r"24-hour USD budget of \$0.02 for this key is spent \(\$0.02 in"):
+        with pytest.raises(RateLimited, match=r"24-hour USD budget of \$0.02 is used up \(\$0.02 in"):
             await limits.admit(info, "b", fixed(1000), PRICES)
 
     asyncio.run(go())
