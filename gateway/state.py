@@ -85,7 +85,8 @@ def _load() -> Snapshot:
             idle_timeout=p.idle_timeout, proxy_url=p.proxy_url,
             caps=UpstreamCaps(thinking=p.accepts_thinking, cache_control=p.accepts_cache_control,
                               structured_output=p.accepts_structured_output,
-                              adaptive_thinking=p.accepts_adaptive_thinking),
+                              adaptive_thinking=p.accepts_adaptive_thinking,
+                              cache_breakpoints=p.accepts_cache_control and p.cache_breakpoints),
             anthropic_version=p.anthropic_version, rules=list(p.rules or []), auto_prefix=p.auto_prefix,
             prices=dict(p.prices or {}),
         )

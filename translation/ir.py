@@ -234,6 +234,9 @@ class UpstreamCaps:
     # Anthropic thinking {"type": "adaptive"} + output_config.effort (Claude 4.6 and later);
     # False for the models before it, which take only a budget.
     adaptive_thinking: bool = True
+    # Anthropic: place cache breakpoints (cache_control) on a request built from another protocol, where
+    # OpenAI would have cached the prompt's prefix unasked (translation.anthropic.breakpoints).
+    cache_breakpoints: bool = False
 
 
 # ----------------------------------------------------------------- stream events
