@@ -46,17 +46,6 @@ class Tokens:
     cache_write_1h: int = 0
 
 
-@dataclass(frozen=True)
-class Rates:
-    """USD per million tokens of each kind, defaults filled in (:func:`rates`)."""
-
-    input: Decimal
-    output: Decimal
-    cache_read: Decimal
-    cache_write: Decimal
-    cache_write_1h: Decimal
-
-
 def price_for(prices: dict[str, Any] | None, model: str) -> dict[str, Any] | None:
     if not prices or not model:
         return None
@@ -66,19 +55,15 @@ def price_for(prices: dict[str, Any] | None, model: str) -> dict[str, Any] | Non
     return prices[max(patterns, key=len)] if patterns else None
 
 
-def rates(price: dict[str, Any]) -> Rates:
-    """A model's price entry with every rate present: those it omits from its input rate (``DEFAULT_FACTORS``)."""
+def rate(price: dict[str, Any], name: str) -> Decimal:
+    """One of a model's rates (``PRICE_KEYS``); a cache rate the entry omits is its multiple of the input rate
+    (``DEFAULT_FACTORS``)."""
 
-    rate_in = _decimal(price.get("input"))
-
-    def cache_rate(name: str, *older: str) -> Decimal:
-        for key in (name, *older):
-            if price.get(key) is not None:
-                return _decimal(price[key])
-        return rate_in * DEFAULT_FACTORS[name]
-
-    return Rates(input=rate_in, output=_decimal(price.get("output")), cache_read=cache_rate("cache_read", "cached"),
-                 cache_write=cache_rate("cache_write"), cache_write_1h=cache_rate("cache_write_1h"))
+    for key in (name, "cached") if name == "cache_read" else (name,):
+        if price.get(key) is not None:
+            return _decimal(price[key])
+    factor = DEFAULT_FACTORS.get(name)
+    return _decimal(price.get("input")) * factor if factor is not None else Decimal(0)
 
 
 def cost(prices: dict[str, Any] | None, model: str, tokens: Tokens) -> Decimal | None:
@@ -95,13 +80,15 @@ def cost_at(price: dict[str, Any] | None, tokens: Tokens) -> Decimal | None:
 
     if not isinstance(price, dict):
         return None
-    r = rates(price)
     total_in = max(tokens.input, 0)
     read = min(max(tokens.cache_read, 0), total_in)
     write = min(max(tokens.cache_write, 0), total_in - read)
     hour = min(max(tokens.cache_write_1h, 0), write)
-    total = (r.input * (total_in - read - write) + r.cache_read * read + r.cache_write * (write - hour)
-             + r.cache_write_1h * hour + r.output * max(tokens.output, 0))
+    # Only the kinds the request has are looked up: most requests have no cache writes.
+    total = rate(price, "input") * (total_in - read - write) + rate(price, "output") * max(tokens.output, 0)
+    for name, count in (("cache_read", read), ("cache_write", write - hour), ("cache_write_1h", hour)):
+        if count:
+            total += rate(price, name) * count
     return total / PER
 
 
