@@ -10,7 +10,7 @@ PORT ?= 8000
 MOCK_PORT ?= 9300
 export DEBUG ?= 1
 
-.PHONY: run test bench soak install migrate check clean
+.PHONY: run demo-traffic test bench soak install migrate check clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -43,8 +43,13 @@ run: migrate
 	echo "Try:"; \
 	echo "  curl http://$(HOST):$(PORT)/v1/chat/completions -H 'Authorization: Bearer gw-demo-key' -H 'Content-Type: application/json' -d '{\"model\":\"mock-text\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'"; \
 	echo "  $(BIN)/python -c \"import openai; c=openai.OpenAI(base_url='http://$(HOST):$(PORT)/v1', api_key='gw-demo-key'); print(c.chat.completions.create(model='mock-text', messages=[{'role':'user','content':'Hi'}]).choices[0].message.content)\""; \
+	echo "  make demo-traffic   # agent-like conversations: spend and cache hits on /dashboard/keys/"; \
 	echo ""; \
 	$(BIN)/python -m gateway.serve --host $(HOST) --port $(PORT)
+
+# Agent-like conversations through a running `make run`, for its dashboard's spend and cache hits.
+demo-traffic: $(STAMP)
+	$(BIN)/python deploy/demo_traffic.py --url http://$(HOST):$(PORT)
 
 # Claude's public tokenizer, the reference the count_tokens estimate is tested against.
 TOKENIZER := tests/tokenizer/node_modules/.package-lock.json

@@ -224,7 +224,8 @@ class AccountAdmin(admin.ModelAdmin[Account]):
     search_fields = ["label", "provider__name", "key_hint"]
     list_select_related = ["provider"]
     readonly_fields = ["key_hint", "status", "cooldown_until", "retest_at", "disabled_by_hand", "last_used_at", "requests",
-                       "errors", "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens", "last_test"]
+                       "errors", "input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens",
+                       "last_test"]
     actions = ["enable_accounts", "disable_accounts", "test_accounts"]
     change_list_template = "admin/accounts/account/change_list.html"
 
@@ -233,7 +234,7 @@ class AccountAdmin(admin.ModelAdmin[Account]):
             return ["provider", "label", "secret", "balance", "weight"]
         return ["provider", "label", "secret", "key_hint", "balance", "weight", "status", "cooldown_until",
                 "retest_at", "disabled_by_hand", "last_used_at", "requests", "errors", "input_tokens", "output_tokens",
-                "cached_tokens", "reasoning_tokens", "last_test"]
+                "cached_tokens", "cache_write_tokens", "reasoning_tokens", "last_test"]
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return AccountChangeList

@@ -22,6 +22,7 @@ PROTOCOLS = {name for name, _ in PROTOCOL_CHOICES}
 PROVIDER_FIELDS = {
     "headers": dict, "selection": str, "connect_timeout": float, "first_byte_timeout": float,
     "idle_timeout": float, "proxy_url": str, "accepts_thinking": bool, "accepts_cache_control": bool,
+    "cache_breakpoints": bool,
     "accepts_structured_output": bool, "accepts_adaptive_thinking": bool, "accepts_request_tags": bool,
     "anthropic_version": str, "enabled": bool, "rules": list, "auto_prefix": bool, "prices": dict,
 }

@@ -41,6 +41,10 @@ class Provider(models.Model):
     proxy_failed_at = models.DateTimeField(null=True, blank=True)
     accepts_thinking = models.BooleanField(default=True)
     accepts_cache_control = models.BooleanField(default=True)
+    cache_breakpoints = models.BooleanField(
+        default=True, help_text="Anthropic upstreams: mark the prompt's stable prefix for caching (cache_control on the "
+                                "last tool, the system prompt and the conversation so far) in requests translated from "
+                                "Chat or Responses, which OpenAI caches without being asked")
     accepts_structured_output = models.BooleanField(
         default=True, help_text="Anthropic upstreams: takes output_config.format (structured output); off drops it")
     accepts_adaptive_thinking = models.BooleanField(
@@ -54,7 +58,9 @@ class Provider(models.Model):
         default=False, help_text="The upstream wants vendor-prefixed names (anthropic/claude-…), as OpenRouter does")
     prices = models.JSONField(
         default=dict, blank=True,
-        help_text='USD per million tokens by upstream model: {"gpt-5-mini": {"input": 0.25, "output": 2, "cached": 0.025}}')
+        help_text='USD per million tokens by upstream model: {"gpt-5-mini": {"input": 0.25, "output": 2, '
+                  '"cache_read": 0.025}}; cache_write and cache_write_1h (Anthropic) too. A cache rate left out is '
+                  'a multiple of the input rate: read 0.1×, write 1.25×, 1-hour write 2×')
     rules = models.JSONField(default=default_rules, blank=True,
                              help_text="Error classification rules, first match wins")
     enabled = models.BooleanField(default=True)
@@ -71,7 +77,8 @@ class UsageCounters(models.Model):
     errors = models.BigIntegerField(default=0)
     input_tokens = models.BigIntegerField(default=0)
     output_tokens = models.BigIntegerField(default=0)
-    cached_tokens = models.BigIntegerField(default=0)
+    cached_tokens = models.BigIntegerField(default=0)  # input read from the provider's prompt cache
+    cache_write_tokens = models.BigIntegerField(default=0)  # input written to it
     reasoning_tokens = models.BigIntegerField(default=0)
 
     class Meta:
@@ -277,7 +284,11 @@ class RequestLog(models.Model):
     ttfb_ms = models.IntegerField(null=True, blank=True)
     input_tokens = models.IntegerField(default=0)
     output_tokens = models.IntegerField(default=0)
+    # Parts of input_tokens: read from the provider's prompt cache, written to it (every TTL), and of the
+    # writes those kept an hour (Anthropic's ttl "1h"); each is priced at its own rate (accounts.prices).
     cached_tokens = models.IntegerField(default=0)
+    cache_write_tokens = models.IntegerField(default=0)
+    cache_write_1h_tokens = models.IntegerField(default=0)
     reasoning_tokens = models.IntegerField(default=0)
     finish_reason = models.CharField(max_length=40, blank=True, default="")
     cost = models.DecimalField(max_digits=20, decimal_places=8, null=True, blank=True,

@@ -25,7 +25,8 @@ from . import logsearch, spendstats, stats
 from .security import staff_page
 
 CHUNK = 2000
-SPEND_COLUMNS = ("requests", "errors", "input_tokens", "output_tokens", "cost_usd")
+SPEND_COLUMNS = ("requests", "errors", "input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens",
+                 "cost_usd")
 
 
 def cell(value: Any) -> Any:
@@ -50,6 +51,7 @@ REQUEST_FIELDS = (
     ("model_sent", "model_sent"), ("stream", "stream"), ("status", "status"), ("error_class", "error_class"),
     ("attempts", "attempt_count"), ("latency_ms", "latency_ms"), ("ttfb_ms", "ttfb_ms"),
     ("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"), ("cached_tokens", "cached_tokens"),
+    ("cache_write_tokens", "cache_write_tokens"), ("cache_write_1h_tokens", "cache_write_1h_tokens"),
     ("reasoning_tokens", "reasoning_tokens"), ("finish_reason", "finish_reason"), ("cost_usd", "cost"),
 )
 REQUEST_COLUMNS = tuple(column for column, _ in REQUEST_FIELDS)
@@ -110,7 +112,8 @@ def spend_csv(request: HttpRequest) -> HttpResponse:
         return HttpResponse("by must be key, model or provider", status=400, content_type="text/plain; charset=utf-8")
     lines = [(by, "window", *SPEND_COLUMNS)] + [
         (r["name"], window.key, r["spend"].requests, r["spend"].errors, r["spend"].input_tokens,
-         r["spend"].output_tokens, r["spend"].cost) for r in rows]
+         r["spend"].output_tokens, r["spend"].cached_tokens, r["spend"].cache_write_tokens, r["spend"].cost)
+        for r in rows]
     response = HttpResponse(csv_text(lines), content_type="text/csv; charset=utf-8")
     _attachment(response, f"spend-by-{by}-{window.key}.csv")
     return response

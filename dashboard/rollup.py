@@ -29,8 +29,8 @@ from .models import BUCKET_SECONDS, DAY_SECONDS, HOUR_SECONDS, UsageBucket, Usag
 TIERS = (Tier(BUCKET_SECONDS, UsageBucket), Tier(HOUR_SECONDS, UsageHour), Tier(DAY_SECONDS, UsageDay))
 
 SUMS = ("requests", "errors", "retried", "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens",
-        "latency_ms", *histogram.FIELDS)
-_REQUESTS, _ERRORS, _RETRIED, _INPUT, _OUTPUT, _CACHED, _REASONING, _LATENCY = range(8)
+        "latency_ms", "cache_write_tokens", *histogram.FIELDS)
+_REQUESTS, _ERRORS, _RETRIED, _INPUT, _OUTPUT, _CACHED, _REASONING, _LATENCY, _CACHE_WRITE = range(9)
 _TTFB_AT = SUMS.index(histogram.FIELDS[0])
 
 
@@ -44,6 +44,7 @@ class LogRow(Protocol):
     input_tokens: int
     output_tokens: int
     cached_tokens: int
+    cache_write_tokens: int
     reasoning_tokens: int
 
     @property
@@ -77,6 +78,7 @@ def fold(rows: Iterable[LogRow]) -> dict[tuple[Any, ...], list[int]]:
             counts[_CACHED] += r.cached_tokens
             counts[_REASONING] += r.reasoning_tokens
             counts[_LATENCY] += r.latency_ms
+            counts[_CACHE_WRITE] += r.cache_write_tokens
             if r.ttfb_ms is not None:
                 counts[_TTFB_AT + histogram.slot(r.ttfb_ms)] += 1
     return acc
@@ -103,10 +105,18 @@ def rebuild(log_model: Any, tiers: Sequence[Tier] = TIERS, since: dt.datetime | 
 
     cut = clear(tiers, since)
     rows = log_model.objects.all() if cut is None else log_model.objects.filter(created_at__gte=cut)
-    fields = ("created_at", "account_id", "status", "error_class", "latency_ms", "ttfb_ms",
-              "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens", "attempts")
-    return add_in_chunks((Row(*values) for values in rows.values_list(*fields).iterator(chunk_size=chunk)),
-                         lambda b: add(b, tiers), chunk)
+    # A migration's backfill hands in its historical log model, which may predate a column (cache writes).
+    fields = logged_fields(log_model, ROW_FIELDS)
+    read = rows.values_list(*fields).iterator(chunk_size=chunk)
+    return add_in_chunks((Row(**dict(zip(fields, values))) for values in read), lambda b: add(b, tiers), chunk)
+
+
+def logged_fields(log_model: Any, wanted: Sequence[str]) -> list[str]:
+    """Those of ``wanted`` the log model has (a historical one may predate some)."""
+
+    fields = log_model._meta.concrete_fields
+    have = {f.name for f in fields} | {f.attname for f in fields}
+    return [name for name in wanted if name in have]
 
 
 @dataclass(slots=True)
@@ -124,3 +134,8 @@ class Row:
     cached_tokens: int
     reasoning_tokens: int
     attempts: list[Any]
+    cache_write_tokens: int = 0
+
+
+ROW_FIELDS = ("created_at", "account_id", "status", "error_class", "latency_ms", "ttfb_ms", "input_tokens",
+              "output_tokens", "cached_tokens", "reasoning_tokens", "attempts", "cache_write_tokens")

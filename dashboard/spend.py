@@ -21,11 +21,12 @@ from accounts.outcomes import request_failed
 
 from .buckets import Tier, add_in_chunks, add_to_tiers, clear, grouped, querysets
 from .models import BUCKET_SECONDS, DAY_SECONDS, HOUR_SECONDS, SpendBucket, SpendDay, SpendHour
-from .rollup import bucket_of
+from .rollup import bucket_of, logged_fields
 
 TIERS = (Tier(BUCKET_SECONDS, SpendBucket), Tier(HOUR_SECONDS, SpendHour), Tier(DAY_SECONDS, SpendDay))
 
-SUMS = ("requests", "errors", "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens", "cost_nanos")
+SUMS = ("requests", "errors", "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens", "cost_nanos",
+        "cache_write_tokens")
 NANOS = Decimal(1_000_000_000)
 
 
@@ -39,6 +40,7 @@ class SpendRow(Protocol):
     input_tokens: int
     output_tokens: int
     cached_tokens: int
+    cache_write_tokens: int
     reasoning_tokens: int
     cost: Decimal | None
 
@@ -77,13 +79,20 @@ def fold(rows: Iterable[SpendRow]) -> dict[tuple[Any, ...], list[int]]:
         counts[4] += r.cached_tokens
         counts[5] += r.reasoning_tokens
         counts[6] += nanos(r.cost)
+        counts[7] += getattr(r, "cache_write_tokens", 0)  # a migration's historical log rows may predate it
     return acc
 
 
 def add(rows: Iterable[SpendRow], tiers: Sequence[Tier] = TIERS) -> None:
     """Add these rows' counts to their buckets in every tier (call inside the transaction that writes them)."""
 
-    add_to_tiers(tiers, ["start", "client_key_id", "provider_id", "model"], SUMS, fold(rows))
+    folded = fold(rows)
+    # A migration's backfill hands in its historical models, which may predate a column (cache writes).
+    fields = {f.name for f in tiers[0].model._meta.get_fields()}
+    at = [i for i, name in enumerate(SUMS) if name in fields]
+    if len(at) < len(SUMS):
+        folded = {key: [counts[i] for i in at] for key, counts in folded.items()}
+    add_to_tiers(tiers, ["start", "client_key_id", "provider_id", "model"], [SUMS[i] for i in at], folded)
 
 
 def rebuild(log_model: Any, tiers: Sequence[Tier] = TIERS, since: dt.datetime | None = None,
@@ -95,6 +104,7 @@ def rebuild(log_model: Any, tiers: Sequence[Tier] = TIERS, since: dt.datetime | 
 
     cut = clear(tiers, since)
     rows = log_model.objects.all() if cut is None else log_model.objects.filter(created_at__gte=cut)
-    fields = ("created_at", "client_key", "provider", "model_requested", "status", "error_class", "input_tokens",
-              "output_tokens", "cached_tokens", "reasoning_tokens", "cost")
+    fields = logged_fields(log_model, ("created_at", "client_key", "provider", "model_requested", "status", "error_class",
+                                       "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens", "cost",
+                                       "cache_write_tokens"))
     return add_in_chunks(rows.only(*fields).iterator(chunk_size=chunk), lambda b: add(b, tiers), chunk)

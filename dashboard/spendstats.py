@@ -18,18 +18,20 @@ from accounts.models import ApiKey, Provider
 
 from .buckets import grouped, querysets
 from .spend import TIERS, usd
-from .stats import Window, steps, window_start
+from .stats import CacheFigures, Window, steps, window_start
 
-FIELDS = ("requests", "errors", "input_tokens", "output_tokens", "cost_nanos")
+FIELDS = ("requests", "errors", "input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens", "cost_nanos")
 DIMENSIONS = {"key": "client_key_id", "model": "model", "provider": "provider_id"}
 
 
 @dataclass
-class Spend:
+class Spend(CacheFigures):
     requests: int = 0
     errors: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
     cost_nanos: int = 0
 
     @property

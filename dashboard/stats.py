@@ -42,8 +42,34 @@ WINDOWS = {w.key: w for w in (
     Window("7d", "last 7 days", 7 * 86400, 86400),
 )}
 DEFAULT_WINDOW = "24h"
-TOKEN_FIELDS = ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens")
 TOTAL_FIELDS = ("requests", "errors", *TOKEN_FIELDS, "latency_ms")
+
+
+def cache_hit_rate(cached_tokens: int, input_tokens: int) -> float | None:
+    """The share of cacheable input read from the provider's prompt cache: cache reads ÷ input tokens.
+
+    Every input token counts as cacheable (README, "Prices and the prompt cache"): OpenAI caches any prefix of
+    1,024 tokens or more unasked, and Anthropic any prefix up to a breakpoint (the gateway places them on
+    translated requests); the new part of each turn is the input no cache can hold. None without input."""
+
+    return cached_tokens / input_tokens if input_tokens > 0 else None
+
+
+class CacheFigures:
+    """Cached and uncached input apart, and the hit rate, for figures that sum ``input_tokens`` and
+    ``cached_tokens``."""
+
+    input_tokens: int
+    cached_tokens: int
+
+    @property
+    def uncached_input(self) -> int:
+        return max(self.input_tokens - self.cached_tokens, 0)
+
+    @property
+    def cache_hit_rate(self) -> float | None:
+        return cache_hit_rate(self.cached_tokens, self.input_tokens)
 
 
 def window_from(key: str | None) -> Window:
@@ -58,12 +84,13 @@ def window_start(window: Window, now: float | None = None) -> int:
 
 
 @dataclass
-class Totals:
+class Totals(CacheFigures):
     requests: int = 0
     errors: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
     reasoning_tokens: int = 0
     latency_ms: int = 0
     ttfb: list[int] = field(default_factory=lambda: [0] * histogram.SLOTS)

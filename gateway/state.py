@@ -88,7 +88,8 @@ def _load() -> Snapshot:
             caps=UpstreamCaps(thinking=p.accepts_thinking, cache_control=p.accepts_cache_control,
                               structured_output=p.accepts_structured_output,
                               adaptive_thinking=p.accepts_adaptive_thinking,
-                              request_tags=p.accepts_request_tags),
+                              request_tags=p.accepts_request_tags,
+                              cache_breakpoints=p.accepts_cache_control and p.cache_breakpoints),
             anthropic_version=p.anthropic_version, rules=list(p.rules or []), auto_prefix=p.auto_prefix,
             prices=dict(p.prices or {}),
         )

@@ -53,7 +53,7 @@ model                      answer
                            message holds tool results: text "The command printed:
                            <their text>", finish stop. No shell tool: plain text
 ``mock-reasoning``         reasoning "Let me think about this." in deltas with
-                           signature ``sig-<hex>``, then the plain text; usage
+                           a signature bound to the key (below), then the plain text; usage
                            reasoning_tokens = reasoning deltas
 ``mock-long``              200 text deltas
 ``mock-slow[-<N>x<MS>]``   N deltas (default 64), MS ms apart (default 20);
@@ -83,6 +83,30 @@ model                      answer
                            protocol's own words (Anthropic's ``prompt is too long:
                            N tokens > M maximum``, OpenAI's ``maximum context
                            length`` with code ``context_length_exceeded``)
+=========================  =====================================================
+
+Per account key, whatever the model (the server applies these to every plan, :mod:`.promptcache`
+and :mod:`.minted`):
+
+=========================  =====================================================
+what                       behaviour
+=========================  =====================================================
+prompt cache               Anthropic: the prefix up to each ``cache_control``
+                           block is written (5 minutes refreshed on each hit,
+                           or 1 hour with ``ttl: "1h"``) and read back by later
+                           requests of the same key: ``cache_read_input_tokens``,
+                           ``cache_creation_input_tokens``, ``cache_creation``;
+                           OpenAI (Chat, Responses): prefixes of 1,024 tokens
+                           or more in 128-token steps, unasked, read back as
+                           ``cached_tokens``. TTL: ``--cache-ttl`` or
+                           ``POST /_mock/cache``; per-key totals in
+                           ``GET /_mock/stats`` under ``cache``
+signatures                 ``mock-reasoning``'s signature (Anthropic thinking
+                           ``signature``, Responses ``encrypted_content``) is
+                           ``sig-<keyed digest of the key>-<hex>``; sent back
+                           with another key it is refused 400 in the
+                           provider's words ("Invalid `signature` in
+                           `thinking` block"; ``invalid_encrypted_content``)
 =========================  =====================================================
 
 Whatever the model, a request whose last user message opens with the gateway's compaction

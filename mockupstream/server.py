@@ -6,7 +6,9 @@ the protocol's real encoder and writes every SSE event on its own.
 Endpoints: ``POST /v1`` + each protocol's PATH (``/v1/chat/completions``,
 ``/v1/messages`` (``?beta=true`` too), ``/v1/responses``), ``GET /v1/models``,
 and for tests ``GET /_mock/stats``, ``POST /_mock/reset``, ``GET /_mock/requests`` (each
-recorded request with its headers, lower-cased, credentials left out), and
+recorded request with its headers, lower-cased, credentials left out), ``POST /_mock/cache``
+``{"ttl_seconds": N, "clear": true}`` (the prompt cache's five-minute TTL, :mod:`.promptcache`; reset
+restores the one the server started with), and
 ``POST /_mock/heal`` ``{"key_suffix": "ab12", "healed": true}``: keys ending so answer
 as good keys do whatever fault marker they carry (``"healed": false`` breaks them
 again; reset heals nothing), so a test or a walkthrough can watch a disabled account
@@ -34,7 +36,7 @@ from translation import fold, ir, registry
 from translation.protocol import EncodeContext, ProtocolModule
 from translation.streams import StreamEncoder
 
-from . import replay, scenarios, strict
+from . import minted, promptcache, replay, scenarios, strict
 from .scenarios import Ending, Fault, JsonMode, Pause, Plan, Raw
 
 RECENT_REQUESTS = 50
@@ -56,6 +58,8 @@ class MockState:
     recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RECENT_REQUESTS))
     replays: dict[str, replay.Replay] = field(default_factory=dict)  # model → the exact answer
     healed: set[str] = field(default_factory=set)  # key suffixes whose fault marker is ignored
+    cache: promptcache.PromptCache = field(default_factory=promptcache.PromptCache)  # per account key
+    cache_ttl: float = promptcache.FIVE_MINUTES  # the one the server started with
 
     def fault_for(self, key: str) -> Fault | None:
         if any(key.endswith(suffix) for suffix in self.healed):
@@ -66,7 +70,8 @@ class MockState:
         return {"requests": self.requests, "streams_open": self.streams_open,
                 "streams_completed": self.streams_completed,
                 "streams_cancelled": self.streams_cancelled, "bytes_streamed": self.bytes_streamed,
-                "by_key": dict(self.by_key)}
+                "by_key": dict(self.by_key),
+                "cache": {shown: totals.as_dict() for shown, totals in self.cache.totals.items()}}
 
     def reset(self) -> None:
         # Streams still running keep their slot in streams_open.
@@ -75,6 +80,8 @@ class MockState:
         self.recent.clear()
         self.replays.clear()
         self.healed.clear()
+        self.cache.clear()
+        self.cache.ttl = self.cache_ttl
 
 
 STATE = web.AppKey("mock_state", MockState)
@@ -96,10 +103,10 @@ async def _pool_quota(request: web.Request, response: web.StreamResponse) -> Non
         response.headers.update(POOL_QUOTA_HEADERS)
 
 
-def make_app() -> web.Application:
+def make_app(cache_ttl: float = promptcache.FIVE_MINUTES) -> web.Application:
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.on_response_prepare.append(_pool_quota)
-    app[STATE] = MockState()
+    app[STATE] = MockState(cache=promptcache.PromptCache(cache_ttl), cache_ttl=cache_ttl)
     for proto in registry.PROTOCOLS.values():
         app.router.add_post("/v1" + proto.PATH, _protocol_handler(proto))
     app.router.add_post("/v1/messages/count_tokens", _count_tokens)
@@ -110,13 +117,14 @@ def make_app() -> web.Application:
     app.router.add_get("/_mock/requests", _requests)
     app.router.add_post("/_mock/replay", _add_replay)
     app.router.add_post("/_mock/heal", _heal)
+    app.router.add_post("/_mock/cache", _cache)
     return app
 
 
-def run(host: str = "127.0.0.1", port: int = 9300) -> None:
+def run(host: str = "127.0.0.1", port: int = 9300, cache_ttl: float = promptcache.FIVE_MINUTES) -> None:
     """Serve until interrupted (the management command's body)."""
 
-    web.run_app(make_app(), host=host, port=port, access_log=None, handler_cancellation=True,
+    web.run_app(make_app(cache_ttl), host=host, port=port, access_log=None, handler_cancellation=True,
                 shutdown_timeout=1.0, print=lambda _msg: None)
 
 
@@ -162,17 +170,36 @@ async def _serve(request: web.Request, proto: ProtocolModule) -> web.StreamRespo
         return _json(400, proto.render_error(400, exc.message, "invalid_request_error", exc.param))
     if req.model == scenarios.TOO_LONG_MODEL:
         return _json(400, scenarios.too_long(proto))
+    if (elsewhere := minted.refusal(proto.NAME, body, key)) is not None:
+        return _fault_response(proto, Fault(400, elsewhere.message, elsewhere.code), "invalid_request_error")
     stream = isinstance(body, dict) and body.get("stream") is True
     if fault is not None and not stream:
         return _fault_response(proto, fault)
-    plan = (scenarios.stream_error_plan(req, proto.NAME, fault) if fault is not None
-            else scenarios.plan(req, proto.NAME))
+    if fault is not None:
+        plan = scenarios.stream_error_plan(req, proto.NAME, fault)
+    else:
+        plan = scenarios.plan(req, proto.NAME)
+        _as_this_account(state, plan, proto.NAME, key, body, req)
     ctx = EncodeContext(model=req.model, request=req, body=body if isinstance(body, dict) else {})
     if stream:
         encoder: StreamEncoder = (scenarios.NonstandardChatEncoder() if plan.nonstandard
                                   else proto.stream_encoder(ctx))
         return await _stream(request, plan, encoder, state)
     return await _answer(request, plan, proto, ctx)
+
+
+def _as_this_account(state: MockState, plan: Plan, protocol: str, key: str, body: Any, req: ir.Request) -> None:
+    """The plan's usage as the account's prompt cache has it, its signatures minted for the account."""
+
+    events = [*plan.steps, *plan.answer]
+    minted.bind(events, key)
+    input_tokens = scenarios.estimate_input_tokens(req)
+    shown = "..." + (_key_suffix(key) or "")
+    if protocol == "anthropic":
+        hit = state.cache.anthropic(key, shown, body, input_tokens)
+    else:
+        hit = state.cache.openai(key, shown, req, input_tokens)
+    promptcache.apply(events, hit, anthropic=protocol == "anthropic")
 
 
 async def _answer(request: web.Request, plan: Plan, proto: ProtocolModule,
@@ -290,8 +317,8 @@ def _recorded_headers(request: web.Request) -> dict[str, str]:
     return headers
 
 
-def _fault_response(proto: ProtocolModule, fault: Fault) -> web.Response:
-    body = proto.render_error(fault.status, fault.message, None)
+def _fault_response(proto: ProtocolModule, fault: Fault, error_type: str | None = None) -> web.Response:
+    body = proto.render_error(fault.status, fault.message, error_type)
     err = body.get("error")
     if fault.code and isinstance(err, dict) and "code" in err:
         err["code"] = fault.code  # OpenAI-style envelopes carry a machine-readable code
@@ -362,13 +389,16 @@ async def _count_tokens(request: web.Request) -> web.Response:
 
 async def _compact(request: web.Request) -> web.Response:
     """OpenAI's ``/v1/responses/compact``: the user messages of ``input`` and one compaction item
-    whose content is this upstream's own (``mock-upstream-compaction-<hex>``), not a gateway's."""
+    whose content is this upstream's own (``mock-upstream-compaction-<hex>``), not a gateway's. With
+    ``previous_response_id`` and no ``input``, the compaction item alone."""
 
     proto = registry.get("responses")
     body, refused = await _received(request, proto)
     if refused is not None:
         return refused
     items = body.get("input") if isinstance(body, dict) else None
+    if items is None and isinstance(body, dict) and isinstance(body.get("previous_response_id"), str):
+        items = []  # by reference: the scripted upstream keeps no conversations, so none of its messages return
     if not isinstance(items, list):
         return _json(400, proto.render_error(400, "input: expected a list of items", "invalid_request_error",
                                              "input"))
@@ -409,6 +439,19 @@ async def _heal(request: web.Request) -> web.Response:
     return _json(200, {"healed": sorted(healed)})
 
 
+async def _cache(request: web.Request) -> web.Response:
+    body = await request.json()
+    cache = request.app[STATE].cache
+    ttl = body.get("ttl_seconds") if isinstance(body, dict) else None
+    if ttl is not None:
+        if isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0:
+            return _json(400, {"error": "ttl_seconds: a positive number of seconds"})
+        cache.ttl = float(ttl)
+    if isinstance(body, dict) and body.get("clear") is True:
+        cache.clear()
+    return _json(200, {"ttl_seconds": cache.ttl})
+
+
 async def _requests(request: web.Request) -> web.Response:
     return _json(200, {"requests": list(request.app[STATE].recent)})
 
@@ -422,9 +465,9 @@ class ServerThread:
     ``with ServerThread() as server: server.url`` — port 0 picks a free port.
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, cache_ttl: float = promptcache.FIVE_MINUTES) -> None:
         self.host, self.port = host, port
-        self.app = make_app()
+        self.app = make_app(cache_ttl)
         self._loop = asyncio.new_event_loop()
         self._runner = web.AppRunner(self.app, access_log=None, handler_cancellation=True,
                                      shutdown_timeout=0.5)

@@ -237,6 +237,9 @@ class UpstreamCaps:
     # Anthropic's request tags (top-level ``tags``, beta ``request-tags-2026-08-21``): Bedrock, Vertex
     # and compatible servers refuse them; they only label usage, so they are left out there.
     request_tags: bool = True
+    # Anthropic: place cache breakpoints (cache_control) on a request built from another protocol, where
+    # OpenAI would have cached the prompt's prefix unasked (translation.anthropic.breakpoints).
+    cache_breakpoints: bool = False
 
 
 # ----------------------------------------------------------------- stream events

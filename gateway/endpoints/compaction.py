@@ -81,6 +81,16 @@ def _is(item: Any, kind: str) -> bool:
     return isinstance(item, dict) and item.get("type") == kind
 
 
+def by_reference(body: dict[str, Any]) -> dict[str, Any]:
+    """A compact request as the parser reads it: ``input`` is optional when ``previous_response_id`` names
+    the conversation (openai-agents' compaction session sends only the id, as the SDK allows), and the
+    conversation is what gets compacted. The body itself is left as the client sent it."""
+
+    if "input" not in body and body.get("previous_response_id") is not None:
+        return {**body, "input": []}
+    return body
+
+
 def wants_compaction(body: dict[str, Any]) -> bool:
     """A ``/v1/responses`` body asking for compaction (Codex's in-stream trigger)."""
 

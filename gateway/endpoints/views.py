@@ -104,8 +104,10 @@ Serve = Callable[[Gateway, Exchange], Awaitable[ApiResponse]]
 
 
 async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_api_key: bool,
-                   stateful: bool = False, serve: Serve = dispatch) -> ApiResponse:
-    """``stateful``: the protocol keeps conversations (Responses: ``previous_response_id``, ``store``)."""
+                   stateful: bool = False, serve: Serve = dispatch,
+                   readable: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> ApiResponse:
+    """``stateful``: the protocol keeps conversations (Responses: ``previous_response_id``, ``store``);
+    ``readable``: the body as the request parser is to read it (the client's own is what is forwarded)."""
 
     proto = registry.get(proto_name)
     key: KeyInfo | None = None
@@ -119,7 +121,7 @@ async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_ap
         if stateful:
             conversation.refuse_background(body)
         previous = await conversation.previous_of(body, key, gw.conversations) if stateful else None
-        ireq = parse_request(proto, body)
+        ireq = parse_request(proto, body if readable is None else readable(body))
         check_allowed(key, ireq.model)  # before routing: a name the key may not use is not looked up
         route = resolve(ireq.model, snap)
         if proto.NAME == "anthropic":
@@ -185,7 +187,8 @@ async def responses(gw: Gateway, request: ApiRequest) -> ApiResponse:
 
 
 async def responses_compact(gw: Gateway, request: ApiRequest) -> ApiResponse:
-    return await api_call(gw, request, "responses", allow_x_api_key=False, stateful=True, serve=_serve_compact)
+    return await api_call(gw, request, "responses", allow_x_api_key=False, stateful=True, serve=_serve_compact,
+                          readable=compaction.by_reference)
 
 
 def _written_out(ex: Exchange) -> dict[str, Any]:
@@ -214,8 +217,9 @@ async def _serve_compact(gw: Gateway, ex: Exchange) -> ApiResponse:
     if ex.passthrough:
         ex.upstream_path = compaction.COMPACT_PATH
         return await dispatch(gw, ex)
-    item, usage = await compaction.summarise(gw, ex, parse_request, _written_out(ex))
-    return json_response(compaction.compacted(ex.body, item, usage))
+    history = _written_out(ex)
+    item, usage = await compaction.summarise(gw, ex, parse_request, history)
+    return json_response(compaction.compacted(history, item, usage))
 
 
 async def count_tokens(gw: Gateway, request: ApiRequest) -> ApiResponse:

@@ -74,14 +74,16 @@ class Previous:
     def id(self) -> str:
         return self.entries[-1].response_id
 
-    def items(self, provider_id: int) -> list[dict[str, Any]]:
-        """The conversation for an upstream of ``provider_id``: reasoning signed by another provider
-        goes without its signature, which that upstream would refuse."""
+    def items(self, provider_id: int, account_id: int | None = None) -> list[dict[str, Any]]:
+        """The conversation for an upstream of ``provider_id`` (with ``account_id``: for that account):
+        reasoning signed by another provider, or by another account of it, goes without its signature,
+        which would be refused (a provider verifies reasoning against the organisation that produced it)."""
 
         out: list[dict[str, Any]] = []
         for entry in self.entries:
             said = store.conversation([entry])
-            out.extend(said if entry.provider_id == provider_id else items.unsigned(said))
+            own = entry.provider_id == provider_id and account_id in (None, entry.account_id)
+            out.extend(said if own else items.unsigned(said))
         return out
 
     def expanded(self, body: dict[str, Any], provider_id: int) -> dict[str, Any]:
@@ -101,7 +103,7 @@ class Previous:
 
         if self.forwardable(provider_id, account_id):
             return {**body, PARAM: self.entries[-1].upstream_response_id}
-        return items.expanded(body, items.replayable(self.items(provider_id)))
+        return items.expanded(body, items.replayable(self.items(provider_id, account_id)))
 
 
 async def previous_of(body: dict[str, Any], key: KeyInfo, stored: Conversations) -> Previous | None:

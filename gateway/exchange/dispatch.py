@@ -497,5 +497,7 @@ def _finish_record(ex: Exchange, status: int, usage: ir.Usage, finish: ir.Finish
     rec.input_tokens = usage.input_tokens or 0
     rec.output_tokens = usage.output_tokens or 0
     rec.cached_tokens = usage.cached_tokens or 0
+    rec.cache_write_tokens = usage.cache_creation_tokens or 0
+    rec.cache_write_1h_tokens = usage.cache_creation_1h_tokens or 0
     rec.reasoning_tokens = usage.reasoning_tokens or 0
     rec.finish_reason = finish.reason.value if finish else ""

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from accounts.prices import cost, micro_dollars
+from accounts.prices import Tokens, cost, micro_dollars
 from translation import ir
 
 from ..errors import NestingTooDeep
@@ -50,7 +50,8 @@ def usd_to_reserve(client: str, body: dict[str, Any], request: ir.Request, body_
     """Micro-dollars: the token reservation priced by the route's provider (0 when it has no price for the
     model: such requests are not charged to a USD budget either, see ``budgets.usd_of``)."""
 
-    usd = cost(prices, model, input_tokens_of(client, body, body_bytes), output_cap(request, default_output), 0)
+    usd = cost(prices, model, Tokens(input=input_tokens_of(client, body, body_bytes),
+                                     output=output_cap(request, default_output)))
     return micro_dollars(usd) if usd else 0
 
 

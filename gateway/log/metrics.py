@@ -48,7 +48,10 @@ MAX_LABEL = 120
 # LLM answers take seconds to minutes; Prometheus's default buckets stop at 10 s.
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300)
 TTFB_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
-TOKEN_KINDS = ("input", "output", "cached", "reasoning")
+# "input" counts all input; "cached" (read from the provider's prompt cache) and "uncached_input" (the rest)
+# split it in two, and "cache_write" (of the uncached, what was written to the cache; "cache_write_1h": of those,
+# kept an hour) splits the rest further. The cache hit rate: rate(cached) / rate(input) (README, "Prices").
+TOKEN_KINDS = ("input", "output", "cached", "reasoning", "uncached_input", "cache_write", "cache_write_1h")
 
 
 def multiprocess_dir() -> str:
@@ -97,7 +100,8 @@ class RequestMetrics:
         if record.ttfb_ms is not None:
             c.ttfb.observe(record.ttfb_ms / 1000)
         for child, n in zip(c.tokens, (record.input_tokens, record.output_tokens, record.cached_tokens,
-                                       record.reasoning_tokens)):
+                                       record.reasoning_tokens, max(record.input_tokens - record.cached_tokens, 0),
+                                       record.cache_write_tokens, record.cache_write_1h_tokens)):
             if n:
                 child.inc(n)
         if provider is not None and provider.prices:

@@ -12,7 +12,7 @@ import orjson
 from django.utils import timezone
 
 from accounts.outcomes import ErrorClass, Verdict
-from accounts.prices import cost
+from accounts.prices import Tokens, cost
 
 @dataclass
 class Attempt:
@@ -48,7 +48,9 @@ class LogRecord:
     ttfb_ms: int | None = None
     input_tokens: int = 0
     output_tokens: int = 0
-    cached_tokens: int = 0
+    cached_tokens: int = 0  # cache reads; these and the writes are parts of input_tokens
+    cache_write_tokens: int = 0  # written to the provider's prompt cache (Anthropic), every TTL
+    cache_write_1h_tokens: int = 0  # of those, written for an hour (priced apart)
     reasoning_tokens: int = 0
     finish_reason: str = ""
     request_body: str = ""
@@ -69,7 +71,14 @@ def request_cost(record: LogRecord, prices: dict[str, Any] | None) -> Decimal | 
 
     if not 200 <= record.status < 300:
         return None
-    return cost(prices, record.model_sent, record.input_tokens, record.output_tokens, record.cached_tokens)
+    return cost(prices, record.model_sent, tokens_of(record))
+
+
+def tokens_of(record: LogRecord) -> Tokens:
+    """The record's tokens by how each kind is billed (``accounts.prices``)."""
+
+    return Tokens(input=record.input_tokens, output=record.output_tokens, cache_read=record.cached_tokens,
+                  cache_write=record.cache_write_tokens, cache_write_1h=record.cache_write_1h_tokens)
 
 
 def _decimal(value: Any) -> str:

@@ -56,7 +56,8 @@ BATCH_SIZE = 500
 DATABASE_AWAY = (OperationalError, InterfaceError, OSError)
 MEMORY_BOUND = 20_000  # records queued in memory; past it (the database away) they wait in the spool only
 # The running totals an account and a client key keep, in the order _add counts them.
-COUNTERS = ("requests", "errors", "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
+COUNTERS = ("requests", "errors", "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens",
+            "cache_write_tokens")
 
 
 # Called inside the writer's transaction with each batch (the dashboard's usage rollup).
@@ -273,8 +274,8 @@ class LogWriter:
             r.cost = cost  # for the sinks (the spend buckets)
             if cost and r.account_id is not None:
                 spent[r.account_id] += cost
-        per_account: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
-        per_key: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
+        per_account: dict[int, list[int]] = defaultdict(lambda: [0] * len(COUNTERS))
+        per_key: dict[int, list[int]] = defaultdict(lambda: [0] * len(COUNTERS))
         for r in batch:
             for use in account_uses(r.account_id, r.status, r.error_class, r.attempts):
                 if use.account_id:
@@ -435,6 +436,7 @@ def _add_tokens(acc: list[int], r: LogRecord) -> None:
     acc[3] += r.output_tokens
     acc[4] += r.cached_tokens
     acc[5] += r.reasoning_tokens
+    acc[6] += r.cache_write_tokens
 
 
 def capped(text: str | bytes, limit: int | None, secrets: Iterable[str] | SecretSet = ()) -> str:

@@ -231,4 +231,4 @@ def test_a_keys_usd_budget_is_kept_from_the_spend_buckets_as_from_the_log(traffi
         return over.value.message
 
     assert asyncio.run(refused()).startswith(
-        "The 24-hour USD budget of $3.00 for this key is spent ($3.00 in the last 24 hours)")
+        "This key's 24-hour USD budget of $3.00 is used up ($3.00 in the last 24 hours)")

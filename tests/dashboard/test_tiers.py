@@ -64,7 +64,7 @@ def _age(rng: random.Random, i: int) -> float:
 def spread(provider: Provider) -> dict[str, Any]:
     """400 requests at random times over eight and a half days (a tenth in the last hour), to two accounts and none, two keys, two models."""
 
-    provider.prices = {"gpt-*": {"input": 2, "output": 10}}
+    provider.prices = {"gpt-*": {"input": 2, "output": 10, "cache_read": 0.2, "cache_write": 2.5, "cache_write_1h": 4}}
     provider.save()
     rng = random.Random(5)
     accounts = [make_account(provider, "a"), make_account(provider, "b"), None]
@@ -74,8 +74,12 @@ def spread(provider: Provider) -> dict[str, Any]:
     for i in range(400):
         status = rng.choice((200, 200, 200, 429, 502))
         key = keys[i % 2]
+        inp = rng.randrange(1, 500)
+        cached = rng.randrange(0, inp + 1)
+        written = rng.randrange(0, inp - cached + 1)
         records.append(record(rng.choice(accounts), status=status, created_at=now - dt.timedelta(seconds=_age(rng, i)),
-                              ttfb_ms=rng.choice((5, 80, 900, 30_000)), input_tokens=rng.randrange(1, 500),
+                              ttfb_ms=rng.choice((5, 80, 900, 30_000)), input_tokens=inp, cached_tokens=cached,
+                              cache_write_tokens=written, cache_write_1h_tokens=rng.randrange(0, written + 1),
                               output_tokens=rng.randrange(0, 200), latency_ms=rng.randrange(10, 2000),
                               model_requested=rng.choice(("gpt-small", "gpt-large")), client_key_id=key.pk,
                               client_key_name=key.name))
@@ -100,6 +104,9 @@ def test_every_window_reads_from_the_tiers_what_the_log_holds(spread: dict[str, 
     assert (total.requests, total.errors) == (len(rows), sum(not _went_well(r) for r in rows))
     assert (total.input_tokens, total.output_tokens, total.latency_ms) == (
         sum(r.input_tokens for r in rows), sum(r.output_tokens for r in rows), sum(r.latency_ms for r in rows))
+    assert (total.cached_tokens, total.cache_write_tokens) == (
+        sum(r.cached_tokens for r in rows), sum(r.cache_write_tokens for r in rows))
+    assert total.cache_hit_rate == total.cached_tokens / total.input_tokens
     assert sum(total.ttfb) == sum(r.ttfb_ms is not None for r in rows)
     assert total.ttfb[histogram.slot(30_000)] == sum(r.ttfb_ms == 30_000 for r in rows)
 
@@ -136,6 +143,10 @@ def test_spend_per_key_model_and_step_is_the_logs_cost_in_every_window(spread: d
     by_model = spendstats.by(window, "model")
     assert {m: s.cost for m, s in by_model.items()} == pytest.approx(dict(cost), abs=Decimal("0.000001"))
     assert {m: s.requests for m, s in by_model.items()} == dict(Counter(r.model_requested for r in rows))
+    for m, spent in by_model.items():
+        assert (spent.cached_tokens, spent.cache_write_tokens) == (
+            sum(r.cached_tokens for r in rows if r.model_requested == m),
+            sum(r.cache_write_tokens for r in rows if r.model_requested == m))
     assert spendstats.total(window).requests == len(rows)
 
     key = spread["keys"][1]
@@ -148,8 +159,9 @@ def test_spend_per_key_model_and_step_is_the_logs_cost_in_every_window(spread: d
 
 @pytest.mark.django_db
 def test_the_hour_and_day_buckets_sum_the_five_minute_ones(spread: dict[str, Any]) -> None:
-    for tiers, columns in ((rollup.TIERS, ("requests", "errors", "retried", "latency_ms", "ttfb_4")),
-                           (spend.TIERS, ("requests", "input_tokens", "cost_nanos"))):
+    for tiers, columns in ((rollup.TIERS, ("requests", "errors", "retried", "latency_ms", "ttfb_4", "cache_write_tokens")),
+                           (spend.TIERS, ("requests", "input_tokens", "cost_nanos", "cached_tokens",
+                                          "cache_write_tokens"))):
         fine = tiers[0].model.objects.all()
         for tier in tiers[1:]:
             coarse = tier.model.objects.all()

@@ -195,3 +195,58 @@ def test_compaction_and_previous_response_id_together_on_a_chat_upstream(pool: A
     assert texts[0] == "My favourite colour is teal; remember it."
     assert any(t.startswith("Summary of the conversation so far") and "Ada" in t for t in texts)
     assert texts[-1] == "Which colour?" and not any("gwc1." in t for t in texts)
+
+
+def turns(gateway: Server, model: str) -> Any:
+    """Two turns of a conversation carried by ``previous_response_id``; the second answer."""
+
+    client = clients.openai_client(gateway.url, CLIENT_KEY)
+    first = client.responses.create(model=model, input="My favourite colour is teal; remember it.")
+    return client.responses.create(model=model, previous_response_id=first.id,
+                                   input="The project lives in /srv/kettle.")
+
+
+@pytest.mark.parametrize("upstream", ["openai_chat", "anthropic", "responses"])
+def test_compact_by_reference_compacts_the_conversation_the_id_names(pool: Any, gateway: Server,
+                                                                   mock_upstream: Server, upstream: str) -> None:
+    """openai-agents' compaction session sends ``previous_response_id`` and no ``input``: the conversation
+    the id names is what gets compacted, on every upstream."""
+
+    model = f"up-{upstream}/mock-text"
+    second = turns(gateway, model)
+    result = clients.openai_client(gateway.url, CLIENT_KEY).responses.compact(model=model,
+                                                                               previous_response_id=second.id)
+    compacted = [item for item in result.output if item.type == "compaction"]
+    assert len(compacted) == 1 and compacted[0].encrypted_content
+    if upstream == "responses":
+        # The upstream issued the id (on the account that answered it): the id goes up as it is.
+        forwarded = bodies(mock_upstream, "/v1/responses/compact")[-1]
+        assert forwarded["previous_response_id"] == second.id and "input" not in forwarded
+        assert compacted[0].encrypted_content.startswith("mock-upstream-compaction-")
+        return
+    # The gateway compacts: the summary request carries both turns, and the window keeps the user's messages.
+    asked = received(mock_upstream)[-1]["body"]
+    assert "teal" in str(asked) and "/srv/kettle" in str(asked) and "You are compacting" in str(asked)
+    kept = [item.content[0].text for item in result.output if item.type == "message"]
+    assert kept == ["My favourite colour is teal; remember it.", "The project lives in /srv/kettle."]
+    assert "teal" not in compacted[0].encrypted_content
+
+
+def test_compact_by_reference_writes_the_conversation_out_for_an_upstream_that_did_not_issue_the_id(
+        pool: Any, gateway: Server, mock_upstream: Server) -> None:
+    second = turns(gateway, "up-openai_chat/mock-text")  # answered by another provider
+    result = clients.openai_client(gateway.url, CLIENT_KEY).responses.compact(model="up-responses/mock-text",
+                                                                               previous_response_id=second.id)
+    assert result.output[-1].type == "compaction"
+    forwarded = bodies(mock_upstream, "/v1/responses/compact")[-1]
+    assert "previous_response_id" not in forwarded
+    said = [item for item in forwarded["input"] if item.get("role") == "user"]
+    assert "teal" in str(said[0]) and "/srv/kettle" in str(said[1])
+
+
+def test_compact_without_input_or_previous_response_id_is_still_a_400(pool: Any, gateway: Server,
+                                                                      mock_upstream: Server) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        clients.openai_client(gateway.url, CLIENT_KEY).responses.compact(model="up-openai_chat/mock-text")
+    assert info.value.param == "input"
+    assert received(mock_upstream) == []

@@ -243,12 +243,15 @@ def test_stats_count_requests_streams_and_keys(http: httpx.Client) -> None:
     http.post(path, json=body(path, "mock-text"), headers={"x-api-key": "sk-other-account-9999"})
     stats = wait_for_stats(http, streams_completed=2)
     streamed = stats.pop("bytes_streamed")
+    cache = stats.pop("cache")  # each key's prompt cache (tests/mockupstream/test_promptcache.py)
     assert stats == {"requests": 3, "streams_open": 0, "streams_completed": 2, "streams_cancelled": 0,
                      "by_key": {"..." + KEY[-4:]: 2, "...9999": 1}}
+    assert set(cache) == {"..." + KEY[-4:], "...9999"}
     assert 1000 < streamed < 10_000  # two short streams' bodies
     assert http.post("/_mock/reset").json()["requests"] == 0
     assert http.get("/_mock/stats").json() == {"requests": 0, "streams_open": 0, "streams_completed": 0,
-                                               "streams_cancelled": 0, "bytes_streamed": 0, "by_key": {}}
+                                               "streams_cancelled": 0, "bytes_streamed": 0, "by_key": {},
+                                               "cache": {}}
 
 
 def test_recorded_requests_keep_the_body_and_only_the_key_suffix(http: httpx.Client) -> None:

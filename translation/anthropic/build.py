@@ -19,6 +19,7 @@ import urllib.parse
 from typing import Any, assert_never
 
 from .. import documents, ir, reasoning, refuse, repair
+from . import breakpoints
 from .wire import NAME, parse_arguments
 
 DEFAULT_MAX_TOKENS = 4096
@@ -82,6 +83,8 @@ def build_request(req: ir.Request, model: str, caps: ir.UpstreamCaps) -> dict[st
     if req.user is not None:
         body["metadata"] = {"user_id": req.user}
     body["stream"] = req.stream
+    if caps.cache_breakpoints:
+        breakpoints.place(body)  # where OpenAI would have cached the prompt unasked
     return body
 
 

@@ -115,7 +115,8 @@ class AnthropicStreamEncoder(EncoderBase):
             return
         self._started = True
         input_side = ir.Usage(input_tokens=self._usage.input_tokens, cached_tokens=self._usage.cached_tokens,
-                              cache_creation_tokens=self._usage.cache_creation_tokens)
+                              cache_creation_tokens=self._usage.cache_creation_tokens,
+                              cache_creation_1h_tokens=self._usage.cache_creation_1h_tokens)
         out.append(message_start(self._id, self._ctx.model, usage.from_ir(input_side)))
         out.append(sse.encode("ping", {"type": "ping"}))
 

@@ -61,7 +61,7 @@ def expanded(body: dict[str, Any], prior: list[dict[str, Any]]) -> dict[str, Any
     ``previous_response_id`` left for an upstream that would not know it."""
 
     out = {k: v for k, v in body.items() if k != "previous_response_id"}
-    own = body.get("input")
+    own = body.get("input", [])  # none: the conversation alone (a compaction by reference)
     if isinstance(own, str):
         own = [{"type": "message", "role": "user", "content": own}]
     if isinstance(own, list):  # anything else is left for the request's parser to refuse
