@@ -36,6 +36,9 @@ from .edge.routes import RouteTable
 from .endpoints.models_list import ModelCatalog
 from .endpoints.sealing import Sealer
 from .exchange import conversation
+from .exchange.affinity import Affinity
+from .exchange.headroom import HeadroomBook
+from .exchange.selection import Selector
 from .exchange.relay import OpenStreams
 from .exchange.upstream import UpstreamClient
 from .limits import Limits, UsdSpent
@@ -72,6 +75,9 @@ class Gateway:
         self.routes = routes
         self.upstream = upstream or UpstreamClient(options.upstream_max_connections)
         self.pool = pool or make_pool(options)
+        # Session affinity and the accounts' rate limits on top of the pool (gateway.exchange.selection).
+        self.selector = Selector(self.pool, Affinity(options.redis_url, options.affinity_cap),
+                                 HeadroomBook(options.redis_url))
         self.limits = limits or Limits(options.redis_url, options.token_usage_ttl,
                                        reserve_output_tokens=options.reserve_output_tokens, usd_spent=usd_spent)
         self.config = config or SnapshotCache(options.config_ttl,
@@ -115,6 +121,7 @@ class Gateway:
         self._tasks.append(loop.create_task(self.health.run(), name="pool-health"))
         self._tasks.append(loop.create_task(self.limits.run(), name="limit-leases"))
         self._tasks.append(loop.create_task(self.alerts.run(), name="alert-delivery"))
+        self._tasks.append(loop.create_task(self.selector.headroom.run(), name="account-headroom"))
 
     def flush(self) -> None:
         """Write what is held back (log rows, pool stamps) and close the spool: when stopping, from a thread."""
@@ -138,6 +145,8 @@ class Gateway:
         await self.upstream.aclose()
         await self.pool.aclose()
         await self.limits.aclose()
+        await self.selector.headroom.aclose()
+        await self.selector.affinity.aclose()
 
 
 def log_sinks(settings: Any) -> list[Sink]:

@@ -36,6 +36,7 @@ from ..errors import (
 from ..exchange import conversation
 from ..exchange.dispatch import Exchange, dispatch
 from ..exchange.routing import check_allowed, may_use, resolve, shown
+from ..exchange.session import session_of
 from ..limits import request_estimate
 from ..log.record import TRANSPORT_META, LogRecord
 from ..state import KeyInfo
@@ -121,7 +122,10 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
         if previous is not None:  # the conversation as the routed provider may be sent it
             ireq = parse_request(proto, previous.expanded(body, route.provider.id))
         ex = Exchange(new_id("req_"), proto, key, body, ireq, route, request.headers,
-                      request.META.get("QUERY_STRING", ""), previous, stateful and conversation.keeps(body))
+                      request.META.get("QUERY_STRING", ""), previous, stateful and conversation.keeps(body),
+                      session=session_of(proto.NAME, request.headers, body, key.id,
+                                         previous.entries[0].response_id if previous is not None else None),
+                      body_bytes=len(request.body))
         prices = route.provider.prices
         if TRANSPORT_META in request.META:
             ex.record.transport = request.META[TRANSPORT_META]

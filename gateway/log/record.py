@@ -52,6 +52,11 @@ class LogRecord:
     cached_tokens: int = 0
     reasoning_tokens: int = 0
     finish_reason: str = ""
+    # What the pick did with the request's session: kept, assigned, moved (and why), and its signal
+    # (gateway.exchange.selection); "" without a session.
+    affinity: str = ""
+    affinity_reason: str = ""
+    session_signal: str = ""
     request_body: str = ""
     response_body: str = ""
     created_at: Any = field(default_factory=timezone.now)

@@ -281,7 +281,7 @@ def provider_form(provider: Provider, **changes: Any) -> dict[str, Any]:
             "headers": "{}", "served_models": "[]", "selection": "lru", "connect_timeout": "10",
             "first_byte_timeout": "120", "idle_timeout": "120", "proxy_url": "", "accepts_thinking": "on",
             "accepts_cache_control": "on", "accepts_structured_output": "on", "accepts_adaptive_thinking": "on",
-            "anthropic_version": "2023-06-01",
+            "anthropic_version": "2023-06-01", "affinity": "on", "affinity_ttl": "300",
             "rules": json.dumps(provider.rules), "prices": "{}", "enabled": "on",
             "accounts-TOTAL_FORMS": "0", "accounts-INITIAL_FORMS": "0",
             "accounts-MIN_NUM_FORMS": "0", "accounts-MAX_NUM_FORMS": "1000"}
