@@ -7,6 +7,7 @@ Endpoints: ``POST /v1`` + each protocol's PATH (``/v1/chat/completions``,
 ``/v1/messages`` (``?beta=true`` too), ``/v1/responses``), ``GET /v1/models``,
 and for tests ``GET /_mock/stats``, ``POST /_mock/reset``, ``GET /_mock/requests`` (each
 recorded request with its headers, lower-cased, credentials left out), and
+``GET``/``POST /_mock/ratelimits`` (per-account rate limits, :mod:`.ratelimits`), and
 ``POST /_mock/heal`` ``{"key_suffix": "ab12", "healed": true}``: keys ending so answer
 as good keys do whatever fault marker they carry (``"healed": false`` breaks them
 again; reset heals nothing), so a test or a walkthrough can watch a disabled account
@@ -34,7 +35,7 @@ from translation import fold, ir, registry
 from translation.protocol import EncodeContext, ProtocolModule
 from translation.streams import StreamEncoder
 
-from . import replay, scenarios, strict
+from . import ratelimits, replay, scenarios, strict
 from .scenarios import Ending, Fault, JsonMode, Pause, Plan, Raw
 
 RECENT_REQUESTS = 50
@@ -93,6 +94,7 @@ def make_app() -> web.Application:
     app.router.add_get("/_mock/requests", _requests)
     app.router.add_post("/_mock/replay", _add_replay)
     app.router.add_post("/_mock/heal", _heal)
+    ratelimits.install(app)  # per-account rate limits (ratelimits.py): /_mock/ratelimits and the headers
     return app
 
 
@@ -143,6 +145,8 @@ async def _serve(request: web.Request, proto: ProtocolModule) -> web.StreamRespo
         req = proto.parse_request(body)
     except ir.InvalidRequest as exc:
         return _json(400, proto.render_error(400, exc.message, "invalid_request_error", exc.param))
+    if (limited := ratelimits.admit(request, key, proto, scenarios.estimate_input_tokens(req))) is not None:
+        return limited
     stream = isinstance(body, dict) and body.get("stream") is True
     if fault is not None and not stream:
         return _fault_response(proto, fault)
@@ -368,6 +372,7 @@ async def _stats(request: web.Request) -> web.Response:
 
 async def _reset(request: web.Request) -> web.Response:
     request.app[STATE].reset()
+    request.app[ratelimits.STATE].reset()
     return _json(200, request.app[STATE].stats())
 
 
