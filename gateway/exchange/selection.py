@@ -72,8 +72,9 @@ class Selector:
         if session is not None:
             preferred = ex.previous_account
             if preferred is None:
-                preferred = ex.session_account if tried else await self.affinity.lookup(
-                    provider.id, session.digest, ttl)
+                # A retry goes on from the account the first attempt chose (asked of the store once).
+                preferred = ex.session_account if tried and ex.session_account is not None else \
+                    await self.affinity.lookup(provider.id, session.digest, ttl)
             ex.session_account = preferred
         # The request's estimate is made only when some account's limits are known.
         short = self.headroom.short(provider.id, ex.need) if self.headroom.knows(provider.id) else {}
