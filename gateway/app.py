@@ -43,7 +43,7 @@ from .exchange.relay import OpenStreams
 from .exchange.upstream import UpstreamClient
 from .limits import Limits, UsdSpent
 from .log.knownsecrets import KnownSecrets
-from .log.metrics import AccountsCollector, RequestMetrics
+from .log.metrics import AccountsCollector, HeadroomCollector, RequestMetrics
 from .log.spool import Spool, for_database
 from .log.writer import LogWriter, Sink
 from .options import Options
@@ -83,7 +83,8 @@ class Gateway:
         self.config = config or SnapshotCache(options.config_ttl,
                                               known_secrets=KnownSecrets() if options.log_bodies else None)
         self.metrics = RequestMetrics(lambda: self.config.latest.providers)
-        self.metrics_collectors = (AccountsCollector(),)  # read at each scrape, on a worker thread
+        # Read at each scrape, on a worker thread.
+        self.metrics_collectors = (AccountsCollector(), HeadroomCollector())
         self.conversations = conversation.Saver()  # stored Responses answers, committed in groups
         self.log = log_writer or LogWriter(options.log_batch_seconds, sinks,
                                            options.log_body_limit if options.log_bodies else None, spool,

@@ -113,8 +113,9 @@ def test_an_account_disabled_from_outside_stops_being_picked_within_the_pool_ttl
     postgres = connection.vendor == "postgresql"  # picked in the database: no pool TTL
     # Lock onto the pool's schedule: a new account, the least recently used of all, is picked by
     # the first request after the pool has re-read.
+    # Affinity off: the same request, sent again and again, rotates over the pool (the schedule watched).
     load(pool_config(mock_upstream, {"openai_chat": ["sk-ttl-account-aaaa", "sk-ttl-account-bbbb",
-                                                      "sk-ttl-account-cccc"]}))
+                                                      "sk-ttl-account-cccc"]}, affinity=False))
     got = watch(lambda: chat(ready, model), lambda a: served_by(mock_upstream) == "cccc", ready.pool_ttl + SLACK + 5)
     lo, hi = got[-2][0] if len(got) > 1 else 0.0, got[-1][0]
     changed_at = time.monotonic()
