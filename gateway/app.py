@@ -77,7 +77,7 @@ class Gateway:
         self.pool = pool or make_pool(options)
         # Session affinity and the accounts' rate limits on top of the pool (gateway.exchange.selection).
         self.selector = Selector(self.pool, Affinity(options.redis_url, options.affinity_cap),
-                                 HeadroomBook(options.redis_url))
+                                 HeadroomBook(options.redis_url), quota=options.pool_quota)
         self.limits = limits or Limits(options.redis_url, options.token_usage_ttl,
                                        reserve_output_tokens=options.reserve_output_tokens, usd_spent=usd_spent)
         self.config = config or SnapshotCache(options.config_ttl,

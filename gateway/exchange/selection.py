@@ -54,10 +54,14 @@ LOW_HEADROOM = 0.2
 
 
 class Selector:
-    def __init__(self, pool: Pool, affinity: Affinity, headroom: HeadroomBook) -> None:
+    def __init__(self, pool: Pool, affinity: Affinity, headroom: HeadroomBook, quota: bool = True) -> None:
+        """``quota``: leave out the accounts whose rate limits a request would overrun (off: blind to them,
+        as the pool was before; ``GATEWAY_POOL_QUOTA``)."""
+
         self.pool = pool
         self.affinity = affinity
         self.headroom = headroom
+        self.quota = quota
         self._in_flight: dict[int, int] = {}
         self._caps: dict[int, int] = {}  # concurrency caps, as the accounts picked so far had them
 
@@ -77,11 +81,12 @@ class Selector:
                     await self.affinity.lookup(provider.id, session.digest, ttl)
             ex.session_account = preferred
         # The request's estimate is made only when some account's limits are known.
-        short = self.headroom.short(provider.id, ex.need) if self.headroom.knows(provider.id) else {}
+        quota = self.quota and self.headroom.knows(provider.id)
+        short = self.headroom.short(provider.id, ex.need) if quota else {}
         busy = {pk for pk, cap in self._caps.items() if self._in_flight.get(pk, 0) >= cap}
         exclude = {*tried, *short, *busy}
         account = None
-        if preferred is None or preferred in exclude:
+        if quota and (preferred is None or preferred in exclude):
             low = self._low(provider.id) - exclude
             if low:  # a new home for the session: not where headroom is running out, if anywhere else
                 account = await self._pick(ex, [*exclude, *low], None, busy)
@@ -94,7 +99,7 @@ class Selector:
             if waiting:
                 raise _exhausted(waiting)
             return None
-        if self.headroom.knows(provider.id):
+        if quota:
             self.headroom.charge(provider.id, account.pk, ex.need)
         if session is not None:
             await self._note(ex, account.pk, preferred, tried, short, busy, ttl)
