@@ -208,6 +208,7 @@ async def dispatch(gw: Gateway, ex: Exchange) -> HttpResponse | StreamingHttpRes
     tried: list[int] = []
     last_network_error: NetworkFailure | None = None
     last_failure: UpstreamFailed | None = None
+    ex.let_go()  # a slot an earlier dispatch of this exchange held (compaction's summary first)
     for _ in range(gw.options.max_attempts):
         account = await gw.selector.pick(ex, tried)
         if account is None:

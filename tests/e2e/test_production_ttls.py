@@ -67,7 +67,9 @@ def lock_config(gateway: Server) -> tuple[float, float]:
 
 @pytest.fixture
 def ready(transactional_db: Any, mock_upstream: Server, production_gateway: Server) -> Server:
-    load(pool_config(mock_upstream, {"openai_chat": ["sk-ttl-account-aaaa", "sk-ttl-account-bbbb"]}))
+    # Session affinity off: these tests watch the pool rotate (the same request, sent again and again,
+    # would otherwise stay on its account), and it must be off from the first request.
+    load(pool_config(mock_upstream, {"openai_chat": ["sk-ttl-account-aaaa", "sk-ttl-account-bbbb"]}, affinity=False))
     seen(production_gateway)
     return production_gateway
 
@@ -113,7 +115,6 @@ def test_an_account_disabled_from_outside_stops_being_picked_within_the_pool_ttl
     postgres = connection.vendor == "postgresql"  # picked in the database: no pool TTL
     # Lock onto the pool's schedule: a new account, the least recently used of all, is picked by
     # the first request after the pool has re-read.
-    # Affinity off: the same request, sent again and again, rotates over the pool (the schedule watched).
     load(pool_config(mock_upstream, {"openai_chat": ["sk-ttl-account-aaaa", "sk-ttl-account-bbbb",
                                                       "sk-ttl-account-cccc"]}, affinity=False))
     got = watch(lambda: chat(ready, model), lambda a: served_by(mock_upstream) == "cccc", ready.pool_ttl + SLACK + 5)
