@@ -42,6 +42,7 @@ class HeadroomBook:
         self._by_provider: dict[int, dict[int, Headroom]] = {}
         self._clock = clock
         self._to_share: set[tuple[int, int]] = set()
+        self._asked: set[int] = set()  # providers whose reports this process reads from Redis
         self._to_persist: set[tuple[int, int]] = set()
         self.shared = SharedRedis(redis_url, "account headroom") if redis_url else None
 
@@ -94,6 +95,24 @@ class HeadroomBook:
     def knows(self, provider_id: int) -> bool:
         return bool(self._by_provider.get(provider_id))
 
+    def asked(self, provider_id: int) -> bool:
+        """Whether this process already reads the provider's reports from the others (else: :meth:`fetch`)."""
+
+        return self.shared is None or provider_id in self._asked
+
+    async def fetch(self, provider_id: int) -> None:
+        """The first request of a provider in this process: what the other processes know of its accounts
+        now (one round trip, once; the background rounds keep it fresh after)."""
+
+        self._asked.add(provider_id)
+        if self.shared is None:
+            return
+        try:
+            reply = await self.shared.run(lambda r: r.hgetall(_name(provider_id)))
+        except SharedUnavailable:
+            return
+        self.merge(provider_id, _decoded(reply))
+
     def get(self, provider_id: int, account_id: int) -> Headroom | None:
         return self._by_provider.get(provider_id, {}).get(account_id)
 
@@ -119,7 +138,7 @@ class HeadroomBook:
             headroom = self.get(provider_id, account_id)
             if headroom is not None:
                 writes.setdefault(provider_id, {})[str(account_id)] = orjson.dumps(headroom.to_json())
-        providers = sorted(set(self._by_provider) | set(writes))
+        providers = sorted(set(self._by_provider) | set(writes) | self._asked)
 
         async def op(r: Any) -> list[Any]:
             async with r.pipeline(transaction=False) as pipe:

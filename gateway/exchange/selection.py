@@ -80,6 +80,8 @@ class Selector:
                 preferred = ex.session_account if tried and ex.session_account is not None else \
                     await self.affinity.lookup(provider.id, session.digest, ttl)
             ex.session_account = preferred
+        if self.quota and not self.headroom.asked(provider.id):
+            await self.headroom.fetch(provider.id)
         # The request's estimate is made only when some account's limits are known.
         quota = self.quota and self.headroom.knows(provider.id)
         short = self.headroom.short(provider.id, ex.need) if quota else {}
