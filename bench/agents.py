@@ -27,7 +27,8 @@ per token; output at 5). Cache figures are read from the usage the upstream retu
 And, in this process: memory per tracked session (``MemoryAffinity`` holding 100,000), and what
 affinity and quota tracking add per request: the session's identity from a Claude-Code-sized
 body, the selector's pick over a pool that answers at once (against that pool alone), and
-reading an answer's rate-limit headers.
+reading an answer's rate-limit headers (the selector's figure includes that read; it is also
+shown alone).
 """
 
 from __future__ import annotations
@@ -316,12 +317,17 @@ def measure_overhead(rounds: int) -> dict[str, Any]:
                       "anthropic-ratelimit-input-tokens-reset": "2030-01-01T00:00:10Z"}
 
     def timed(fn: Any) -> float:
+        """µs a call: the best of five slices (a shared machine's noise only ever adds)."""
+
         for _ in range(200):
             fn()
-        t0 = time.perf_counter()
-        for _ in range(rounds):
-            fn()
-        return (time.perf_counter() - t0) / rounds * 1e6
+        best = float("inf")
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(max(1, rounds // 5)):
+                fn()
+            best = min(best, (time.perf_counter() - t0) / max(1, rounds // 5) * 1e6)
+        return best
 
     ex = exchange("anthropic", {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}, prov)
     pool = Instant()
@@ -333,25 +339,33 @@ def measure_overhead(rounds: int) -> dict[str, Any]:
     counter = [0]
 
     def pick_with() -> None:
+        """One turn of one of 1,000 sessions: the pick, its answer's rate-limit headers read, the slot back."""
+
         ex.session = sessions[counter[0] % 1000]
         counter[0] += 1
         ex.session_account = None
         ex.record.affinity = ""
         account = loop.run_until_complete(selector.pick(ex, []))
+        selector.headroom.observe(1, account.pk, 200, answer_headers)
         selector.release(account.pk)
 
     def pick_alone() -> None:
         loop.run_until_complete(pool.pick(1, [], "lru", None))
 
+    for _ in range(1000):  # every session has its account: what follows are sessions' next turns
+        pick_with()
     selector_us = timed(pick_with) - timed(pick_alone)
     session_us = timed(lambda: session_of("anthropic", headers, body, 1))
     prefix_us = timed(lambda: session_of("openai_chat", {}, plain_body, 1))
     observe_us = timed(lambda: selector.headroom.observe(1, 3, 200, answer_headers))
     loop.close()
-    return {"bytes_per_tracked_session": round(per_session), "session_identity_us": round(session_us, 2),
+    from .features import metrics_us
+
+    return {"reference_metrics_observer_us": round(metrics_us(rounds), 2),
+            "bytes_per_tracked_session": round(per_session), "session_identity_us": round(session_us, 2),
             "session_identity_from_prefix_us": round(prefix_us, 2),
             "selector_us": round(selector_us, 2), "rate_limit_headers_us": round(observe_us, 2),
-            "added_us_per_request": round(session_us + selector_us + observe_us, 2)}
+            "added_us_per_request": round(session_us + selector_us, 2)}
 
 
 def run(quick: bool = False) -> dict[str, Any]:
@@ -412,9 +426,10 @@ def print_table(results: dict[str, Any]) -> None:
         print(f"{label:<40}{cells[0]:>12}{cells[1]:>12}")
     p = results["in_process"]
     print(f"memory per tracked session: {p['bytes_per_tracked_session']} bytes; affinity and quota tracking add "
-          f"{p['added_us_per_request']} µs a request (session {p['session_identity_us']} µs, selector "
-          f"{p['selector_us']} µs, rate-limit headers {p['rate_limit_headers_us']} µs; a session named by its "
-          f"prefix {p['session_identity_from_prefix_us']} µs)")
+          f"{p['added_us_per_request']} µs a request (session {p['session_identity_us']} µs, selector with the "
+          f"answer's rate-limit headers {p['selector_us']} µs, of which the headers {p['rate_limit_headers_us']} µs; "
+          f"a session named by its prefix {p['session_identity_from_prefix_us']} µs); for scale, the metrics observer "
+          f"took {p['reference_metrics_observer_us']} µs a request in the same process")
     if results["ideal"]["cache_share"] == 0:
         print("(cache figures are 0: this upstream reports no cached tokens)")
 

@@ -51,6 +51,10 @@ class HeadroomBook:
     def observe(self, provider_id: int, account_id: int, status: int, headers: Mapping[str, str]) -> None:
         """An answer of ``account_id``: what its headers say is left (and, for a 429, until when it refuses)."""
 
+        if status != 429 and "anthropic-ratelimit-requests-remaining" not in headers and \
+                "x-ratelimit-remaining-requests" not in headers and "x-ratelimit-remaining-tokens" not in headers \
+                and "anthropic-ratelimit-tokens-remaining" not in headers:
+            return  # an upstream that reports no limits (most of the answers of a proxy, a local model)
         now = self._clock()
         limits = parse(headers, now)
         blocked = 0.0
@@ -83,6 +87,12 @@ class HeadroomBook:
             if until is not None:
                 out[account_id] = until
         return out
+
+    def short_one(self, provider_id: int, account_id: int, need: Need) -> bool:
+        """Whether one account cannot take a request of ``need`` now."""
+
+        headroom = self._by_provider.get(provider_id, {}).get(account_id)
+        return headroom is not None and headroom.short_until(need, self._clock()) is not None
 
     def charge(self, provider_id: int, account_id: int, need: Need) -> None:
         headroom = self._by_provider.get(provider_id, {}).get(account_id)

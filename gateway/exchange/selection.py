@@ -84,27 +84,40 @@ class Selector:
             await self.headroom.fetch(provider.id)
         # The request's estimate is made only when some account's limits are known.
         quota = self.quota and self.headroom.knows(provider.id)
-        short = self.headroom.short(provider.id, ex.need) if quota else {}
-        busy = {pk for pk, cap in self._caps.items() if self._in_flight.get(pk, 0) >= cap}
-        exclude = {*tried, *short, *busy}
+        busy = {pk for pk, cap in self._caps.items() if self._in_flight.get(pk, 0) >= cap} if self._caps else set()
         account = None
-        if quota and (preferred is None or preferred in exclude):
-            low = self._low(provider.id) - exclude
-            if low:  # a new home for the session: not where headroom is running out, if anywhere else
-                account = await self._pick(ex, [*exclude, *low], None, busy)
+        short: dict[int, float] | None = None
+        if preferred is not None and preferred not in tried and preferred not in busy and not (
+                quota and self.headroom.short_one(provider.id, preferred, ex.need)):
+            # The common case, a session's next turn: its account can take it, so only that account's
+            # limits are read (not every account's); the pool takes it unless it is out of the pool.
+            account = await self._pick(ex, [*tried, *busy], preferred, busy)
+            if account is not None and account.id != preferred and quota:
+                short = self.headroom.short(provider.id, ex.need)
+                if account.id in short:  # its account left the pool, and the strategy's choice is spent
+                    self.release(account.id)
+                    account = None
         if account is None:
-            account = await self._pick(ex, list(exclude), preferred, busy)
+            if short is None:
+                short = self.headroom.short(provider.id, ex.need) if quota else {}
+            exclude = {*tried, *short, *busy}
+            if quota and (preferred is None or preferred in exclude):
+                low = self._low(provider.id) - exclude
+                if low:  # a new home for the session: not where headroom is running out, if anywhere else
+                    account = await self._pick(ex, [*exclude, *low], None, busy)
+            if account is None:
+                account = await self._pick(ex, list(exclude), preferred, busy)
         if account is None:
             # Quota is what is missing when an account left out for it was not tried by this request
             # (one that was, and failed, failed for a reason of its own: the caller reports that).
-            waiting = {pk: until for pk, until in short.items() if pk not in tried}
+            waiting = {pk: until for pk, until in (short or {}).items() if pk not in tried}
             if waiting:
                 raise _exhausted(waiting)
             return None
         if quota:
-            self.headroom.charge(provider.id, account.pk, ex.need)
+            self.headroom.charge(provider.id, account.id, ex.need)
         if session is not None:
-            await self._note(ex, account.pk, preferred, tried, short, busy, ttl)
+            await self._note(ex, account.id, preferred, tried, short, busy, ttl)
         return account
 
     async def _pick(self, ex: Exchange, exclude: list[int], prefer: int | None, busy: set[int]) -> Account | None:
@@ -113,16 +126,17 @@ class Selector:
             account = await self.pool.pick(provider.id, exclude, provider.selection, prefer)
             if account is None:
                 return None
-            cap = account.max_concurrent
+            pk, cap = account.id, account.max_concurrent
             if cap is None:
-                self._caps.pop(account.pk, None)
+                if self._caps:
+                    self._caps.pop(pk, None)
             else:
-                self._caps[account.pk] = cap
-                if self._in_flight.get(account.pk, 0) >= cap:  # its cap learnt only now: pick again
-                    busy.add(account.pk)
-                    exclude.append(account.pk)
+                self._caps[pk] = cap
+                if self._in_flight.get(pk, 0) >= cap:  # its cap learnt only now: pick again
+                    busy.add(pk)
+                    exclude.append(pk)
                     continue
-            self._in_flight[account.pk] = self._in_flight.get(account.pk, 0) + 1
+            self._in_flight[pk] = self._in_flight.get(pk, 0) + 1
             return account
 
     def release(self, account_id: int) -> None:
@@ -150,7 +164,7 @@ class Selector:
         return out
 
     async def _note(self, ex: Exchange, account_id: int, preferred: int | None, tried: Sequence[int],
-                    short: dict[int, float], busy: set[int], ttl: float) -> None:
+                    short: dict[int, float] | None, busy: set[int], ttl: float) -> None:
         record, session = ex.record, ex.session
         assert session is not None
         record.session_signal = "previous_response_id" if ex.previous_account is not None else session.signal
@@ -159,8 +173,8 @@ class Selector:
         elif account_id == preferred:
             record.affinity, record.affinity_reason = KEPT, ""
         else:
-            reason = (FAILED if preferred in tried else QUOTA if preferred in short else BUSY if preferred in busy
-                      else UNAVAILABLE)
+            reason = (FAILED if preferred in tried else QUOTA if short and preferred in short
+                      else BUSY if preferred in busy else UNAVAILABLE)
             record.affinity, record.affinity_reason = MOVED, reason
         if account_id != preferred or ex.previous_account is not None:
             await self.affinity.remember(ex.route.provider.id, session.digest, account_id, ttl)

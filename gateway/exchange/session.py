@@ -82,10 +82,7 @@ def session_of(client: str, headers: Mapping[str, str], body: Mapping[str, Any],
 
 
 def _digest(key_id: int | None, signal: str, raw: bytes) -> bytes:
-    h = hashlib.blake2b(digest_size=16, person=b"gw-session")
-    h.update(f"{key_id}\x00{signal}\x00".encode())
-    h.update(raw)
-    return h.digest()
+    return hashlib.blake2b(f"{key_id}\x00{signal}\x00".encode() + raw, digest_size=16, person=b"gw-session").digest()
 
 
 def _field(body: Mapping[str, Any], name: str) -> Any:
@@ -171,11 +168,13 @@ def _cache_ttl(client: str, body: Mapping[str, Any]) -> float | None:
 
 
 def _asks_hour(body: Mapping[str, Any]) -> bool:
-    """Any ``cache_control`` with ``ttl: "1h"`` on the system, the tools or the last two messages
+    """Any ``cache_control`` with ``ttl: "1h"`` on the system, the last tool or the last two messages
     (where clients put their breakpoints; the whole conversation is not walked on every request)."""
 
     messages = body.get("messages")
-    places: list[Any] = [body.get("system"), body.get("tools"), body.get("cache_control")]
+    tools = body.get("tools")
+    places: list[Any] = [body.get("system"), tools[-1] if isinstance(tools, list) and tools else None,
+                         body.get("cache_control")]
     if isinstance(messages, list):
         places += [m.get("content") for m in messages[-2:] if isinstance(m, dict)]
     for place in places:

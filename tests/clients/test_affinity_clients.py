@@ -54,6 +54,7 @@ def test_claude_code_sessions_each_keep_one_account(pool_of_five: None, gateway:
                                                     tmp_path: Path, upstream: str) -> None:
     sessions = markers(3)
     for i, marker in enumerate(sessions):
+        (tmp_path / f"s{i}").mkdir()
         run = agents.claude_code(gateway.url, CLIENT_KEY, alias(upstream), marker.prompt, tmp_path / f"s{i}")
         assert run.returncode == 0 and marker.output in run.stdout, run.transcript()
     reached = {m.command: accounts_of(mock_upstream, m) for m in sessions}
@@ -66,6 +67,8 @@ def test_codex_sessions_each_keep_one_account_even_when_resumed(pool_of_five: No
                                                                 mock_upstream: Server, tmp_path: Path,
                                                                 upstream: str) -> None:
     first, second = markers(2)
+    (tmp_path / "resumed").mkdir()
+    (tmp_path / "other").mkdir()
     runs = agents.codex_conversation(gateway.url, CLIENT_KEY, alias(upstream), [first.prompt, second.prompt],
                                      tmp_path / "resumed", compact_above=10**9)
     for run, marker in zip(runs, (first, second)):
