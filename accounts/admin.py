@@ -27,6 +27,7 @@ from django.utils.module_loading import import_string
 
 from . import imports, pool
 from .formats import money, short_when
+from .headroom import summary as headroom_summary
 from .model_metadata import validate_metadata
 from .models import PROTOCOL_CHOICES, Account, ApiKey, DisableEvent, ModelAlias, Provider, RequestLog
 from .prices import validate_prices
@@ -61,7 +62,7 @@ class AccountForm(forms.ModelForm[Account]):
 
     class Meta:
         model = Account
-        fields = ["provider", "label", "secret", "balance", "weight"]
+        fields = ["provider", "label", "secret", "balance", "weight", "tier", "max_concurrent"]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -81,7 +82,7 @@ class AccountForm(forms.ModelForm[Account]):
 class AccountInline(admin.TabularInline[Account, Provider]):
     model = Account
     form = AccountForm
-    fields = ["label", "secret", "key_hint", "status", "balance", "weight", "last_used_at"]
+    fields = ["label", "secret", "key_hint", "status", "balance", "weight", "tier", "max_concurrent", "last_used_at"]
     readonly_fields = ["key_hint", "status", "last_used_at"]
     extra = 0
     show_change_link = True
@@ -223,18 +224,18 @@ class AccountAdmin(admin.ModelAdmin[Account]):
     list_filter = ["status", "provider", "disabled_by_hand"]
     search_fields = ["label", "provider__name", "key_hint"]
     list_select_related = ["provider"]
-    readonly_fields = ["key_hint", "status", "cooldown_until", "retest_at", "disabled_by_hand", "last_used_at", "requests",
-                       "errors", "input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens",
-                       "last_test"]
+    readonly_fields = ["key_hint", "status", "cooldown_until", "retest_at", "disabled_by_hand", "last_used_at",
+                       "rate_limits", "requests", "errors", "input_tokens", "output_tokens", "cached_tokens",
+                       "cache_write_tokens", "reasoning_tokens", "last_test"]
     actions = ["enable_accounts", "disable_accounts", "test_accounts"]
     change_list_template = "admin/accounts/account/change_list.html"
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> _FieldGroups:
         if obj is None:
-            return ["provider", "label", "secret", "balance", "weight"]
-        return ["provider", "label", "secret", "key_hint", "balance", "weight", "status", "cooldown_until",
-                "retest_at", "disabled_by_hand", "last_used_at", "requests", "errors", "input_tokens", "output_tokens",
-                "cached_tokens", "cache_write_tokens", "reasoning_tokens", "last_test"]
+            return ["provider", "label", "secret", "balance", "weight", "tier", "max_concurrent"]
+        return ["provider", "label", "secret", "key_hint", "balance", "weight", "tier", "max_concurrent", "status",
+                "cooldown_until", "retest_at", "disabled_by_hand", "last_used_at", "rate_limits", "requests", "errors",
+                "input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens", "last_test"]
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return AccountChangeList
@@ -246,6 +247,10 @@ class AccountAdmin(admin.ModelAdmin[Account]):
         if obj.retest_at and obj.status == Account.DISABLED and not obj.disabled_by_hand:
             return f"test {short_when(obj.retest_at)}"
         return "—"
+
+    @admin.display(description="rate limits left")
+    def rate_limits(self, obj: Account) -> str:
+        return headroom_summary(obj.headroom) or "—"
 
     @admin.display(description="account", ordering="provider__name")
     def name(self, obj: Account) -> str:

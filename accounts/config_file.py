@@ -13,6 +13,7 @@ from django.db import transaction
 
 from .imports import opening_balance
 from .model_metadata import validate_metadata
+from .pickorder import STRATEGIES
 from .models import PROTOCOL_CHOICES, Account, ApiKey, ModelAlias, Provider
 from .prices import validate_prices
 from .rules import validate_rules
@@ -25,6 +26,7 @@ PROVIDER_FIELDS = {
     "cache_breakpoints": bool,
     "accepts_structured_output": bool, "accepts_adaptive_thinking": bool, "accepts_request_tags": bool,
     "anthropic_version": str, "enabled": bool, "rules": list, "auto_prefix": bool, "prices": dict,
+    "affinity": bool, "affinity_ttl": float,
 }
 
 
@@ -121,6 +123,11 @@ def _load_provider(p: dict[str, Any], where: str, report: LoadReport, reset_bala
             if not isinstance(value, kind):
                 raise ConfigError(f"{where}: '{key}' must be a {kind.__name__}")
             defaults[key] = value
+    if "selection" in defaults and defaults["selection"] not in STRATEGIES:
+        raise ConfigError(f"{where}: 'selection' must be one of {', '.join(STRATEGIES)}, "
+                          f"not {str(defaults['selection'])[:40]!r}")
+    if "affinity_ttl" in defaults and not defaults["affinity_ttl"] >= 1:
+        raise ConfigError(f"{where}: 'affinity_ttl' must be at least 1 (seconds)")
     if "rules" in defaults and (problems := validate_rules(defaults["rules"])):
         raise ConfigError(f"{where}: " + "; ".join(problems))
     if "prices" in defaults and (problems := validate_prices(defaults["prices"])):
@@ -143,8 +150,14 @@ def _load_provider(p: dict[str, Any], where: str, report: LoadReport, reset_bala
                 account.balance = balance
             elif account.balance != balance:
                 report.balances_kept += 1
-        if "weight" in a:
-            account.weight = int(a["weight"])
+        for name in ("weight", "tier", "max_concurrent"):
+            if name in a:
+                value = a[name]
+                if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name != "weight" else 0):
+                    if not (name == "max_concurrent" and value is None):
+                        raise ConfigError(f"{awhere}: '{name}' must be a whole number"
+                                          f"{' of 0 or more' if name == 'weight' else ' of 1 or more'}")
+                setattr(account, name, value)
         account.save()
         report.count("accounts", created)
 

@@ -38,7 +38,7 @@ from .pool import RecordedInDatabase, end_cooldown
 from .refresh import Refresh
 
 _ONE_US = dt.timedelta(microseconds=1)
-_STAMP = ("UPDATE accounts_account SET last_used_at = %s"
+_STAMP = ("UPDATE accounts_account SET last_used_at = %s, pick_due = COALESCE(%s, pick_due)"
           " WHERE id = %s AND (last_used_at IS NULL OR last_used_at < %s)")
 _NEVER = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
 
@@ -50,6 +50,13 @@ class Slot:
     cooldown_until: dt.datetime | None
     balance: Decimal | None
     last_used: dt.datetime | None
+    due: float | None = None  # the weighted selection's virtual time
+
+
+@dataclass
+class _Stamp:
+    last_used: dt.datetime
+    due: float | None
 
 
 @dataclass
@@ -66,24 +73,28 @@ class MemoryPool(RecordedInDatabase):
         self._providers: frozenset[int] = frozenset()  # the enabled providers of the last read
         self._refresh = Refresh(self._reread, "account pool")
         self._last_stamp = _NEVER
-        self._stamps: dict[int, dt.datetime] = {}  # picks not yet written to the database
+        self._stamps: dict[int, _Stamp] = {}  # picks not yet written to the database
         self._changes: dict[int, _Change] = {}  # state changes a reload in flight may not have read
         self._generation = itertools.count()
         self._lock = threading.Lock()  # stamps and changes come from worker threads too
 
     # ----------------------------------------------------------------- picking
 
-    async def pick(self, provider_id: int, exclude: Sequence[int], strategy: str) -> Account | None:
+    async def pick(self, provider_id: int, exclude: Sequence[int], strategy: str,
+                   prefer: int | None = None) -> Account | None:
         await self._refresh.ensure(self._ttl)
         if provider_id not in self._providers:
             await self._refresh.ensure(0)  # newer than this pool's copy: wait for a fresh one
         now = timezone.now()
         best: Slot | None = None
         best_key: tuple[Any, ...] = ()
-        for slot in self._slots.get(provider_id, ()):
+        slots = self._slots.get(provider_id, ())
+        for slot in slots:
             if slot.account.pk in exclude or not pickorder.usable(slot.status, slot.cooldown_until, now):
                 continue
-            key = pickorder.sort_key(strategy, slot.balance, slot.last_used, slot.account.pk)
+            account = slot.account
+            key = pickorder.sort_key(strategy, slot.balance, slot.last_used, account.pk, prefer=prefer,
+                                     tier=account.tier, weight=account.weight, due=slot.due)
             if best is None or key < best_key:
                 best, best_key = slot, key
         if best is None:
@@ -91,8 +102,13 @@ class MemoryPool(RecordedInDatabase):
         # Strictly increasing stamps: two picks in one clock tick still rotate.
         stamp = max(now, self._last_stamp + _ONE_US)
         self._last_stamp = best.last_used = stamp
+        due = None
+        if strategy == pickorder.WEIGHTED:
+            lead = max((s.due for s in slots if s.due is not None), default=None)
+            due = best.due = best.account.pick_due = pickorder.next_due(best.due, lead, best.account.weight)
         with self._lock:
-            self._stamps[best.account.pk] = stamp
+            earlier = self._stamps.get(best.account.pk)
+            self._stamps[best.account.pk] = _Stamp(stamp, due if due is not None else earlier.due if earlier else None)
         if best.status == Account.COOLING:
             best.status, best.cooldown_until = Account.ACTIVE, None
             try:
@@ -119,8 +135,9 @@ class MemoryPool(RecordedInDatabase):
                     del self._changes[pk]
             for pk, stamp in self._stamps.items():  # picked since the stamps were written
                 slot = slots.get(pk)
-                if slot is not None and (slot.last_used is None or slot.last_used < stamp):
-                    slot.last_used = stamp
+                if slot is not None and (slot.last_used is None or slot.last_used < stamp.last_used):
+                    slot.last_used = stamp.last_used
+                    slot.due = stamp.due if stamp.due is not None else slot.due
         by_provider: dict[int, list[Slot]] = {}
         for slot in slots.values():
             by_provider.setdefault(slot.account.provider_id, []).append(slot)
@@ -132,7 +149,8 @@ class MemoryPool(RecordedInDatabase):
         # Providers first: one read here has its accounts in the next, which come after it.
         providers = frozenset(Provider.objects.filter(enabled=True).values_list("id", flat=True))
         accounts = Account.objects.filter(provider__enabled=True).order_by("id")
-        return providers, {a.pk: Slot(a, a.status, a.cooldown_until, a.balance, a.last_used_at) for a in accounts}
+        return providers, {a.pk: Slot(a, a.status, a.cooldown_until, a.balance, a.last_used_at, a.pick_due)
+                           for a in accounts}
 
     # ----------------------------------------------------------------- the record
 
@@ -144,8 +162,8 @@ class MemoryPool(RecordedInDatabase):
         if not stamps:
             return
         ops = connection.ops
-        rows = [(ops.adapt_datetimefield_value(stamp), pk, ops.adapt_datetimefield_value(stamp))
-                for pk, stamp in stamps.items()]
+        rows = [(ops.adapt_datetimefield_value(stamp.last_used), stamp.due, pk,
+                 ops.adapt_datetimefield_value(stamp.last_used)) for pk, stamp in stamps.items()]
         try:
             # Plain SQL: building an ORM update per account showed in the profile at a few a second.
             with transaction.atomic(), connection.cursor() as cursor:
@@ -153,7 +171,8 @@ class MemoryPool(RecordedInDatabase):
         except Exception:
             with self._lock:
                 for pk, stamp in stamps.items():
-                    if self._stamps.get(pk, _NEVER) < stamp:
+                    newer = self._stamps.get(pk)
+                    if newer is None or newer.last_used < stamp.last_used:
                         self._stamps[pk] = stamp
             raise
 

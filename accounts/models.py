@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from . import secrets
 from .outcomes import ErrorClass
+from .pickorder import STRATEGIES, STRATEGY_NAMES
 from .rules import DEFAULT_RULES
 
 PROTOCOL_CHOICES = [
@@ -26,14 +27,23 @@ def default_rules() -> list[dict[str, object]]:
 
 
 class Provider(models.Model):
-    SELECTION_CHOICES = [("lru", "Least recently used"), ("balance", "Highest balance")]
+    SELECTION_CHOICES = list(STRATEGY_NAMES.items())
 
     name = models.SlugField(max_length=100, unique=True)
     protocol = models.CharField(max_length=20, choices=PROTOCOL_CHOICES)
     base_url = models.URLField(max_length=500, help_text="Version root, e.g. https://api.openai.com/v1")
     headers = models.JSONField(default=dict, blank=True, help_text="Extra headers sent upstream")
     served_models = models.JSONField(default=list, blank=True, help_text="Upstream model names this provider serves")
-    selection = models.CharField(max_length=10, choices=SELECTION_CHOICES, default="lru")
+    selection = models.CharField(max_length=10, choices=SELECTION_CHOICES, default="lru",
+                                 help_text="How an account is chosen for a request that no session ties to one "
+                                           "(README \"Picking an account\")")
+    affinity = models.BooleanField(
+        "session affinity", default=True,
+        help_text="Keep each conversation on the account that served it (where the provider caches its prompt)")
+    affinity_ttl = models.FloatField(
+        "affinity TTL", default=300.0, validators=[MinValueValidator(1.0)],
+        help_text="Seconds a session stays on its account after its last request (the provider's cache "
+                  "lifetime; a request that asks for a one-hour cache keeps it an hour)")
     connect_timeout = models.FloatField(default=10.0)
     first_byte_timeout = models.FloatField(default=120.0, help_text="Seconds until the upstream starts answering")
     idle_timeout = models.FloatField(default=120.0, help_text="Longest silence allowed between stream chunks")
@@ -65,6 +75,10 @@ class Provider(models.Model):
                              help_text="Error classification rules, first match wins")
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=models.Q(selection__in=STRATEGIES),
+                                              name="provider_selection_known")]
 
     def __str__(self) -> str:
         return self.name
@@ -98,7 +112,17 @@ class Account(UsageCounters):
     disabled_by_hand = models.BooleanField(default=False)
     # Eight decimal places: one request on a cheap model costs well under a hundredth of a cent.
     balance = models.DecimalField(max_digits=20, decimal_places=8, null=True, blank=True)
-    weight = models.PositiveIntegerField(default=1)
+    weight = models.PositiveIntegerField(default=1, help_text="Share of new sessions under the weighted selection "
+                                                              "(0: only when no other account can take them)")
+    tier = models.PositiveSmallIntegerField(default=1, help_text="Priority tiers: tier 1 is filled first, then 2, …")
+    max_concurrent = models.PositiveIntegerField(
+        "concurrency cap", null=True, blank=True,
+        help_text="Requests in flight on this account at once, per gateway process; empty: no cap")
+    # The weighted selection's virtual time (accounts.pickorder): advanced by 1/weight at each pick.
+    pick_due = models.FloatField(null=True, blank=True, editable=False)
+    # The rate limits the provider last reported for this account (gateway.exchange.headroom), written
+    # every few seconds by the process that saw them: for the dashboard and /metrics.
+    headroom = models.JSONField(null=True, blank=True, editable=False)
     last_used_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # A test asked for in the admin, run in the background by a gateway process (gateway.background.prober).
@@ -291,6 +315,12 @@ class RequestLog(models.Model):
     cache_write_1h_tokens = models.IntegerField(default=0)
     reasoning_tokens = models.IntegerField(default=0)
     finish_reason = models.CharField(max_length=40, blank=True, default="")
+    # Session affinity (gateway.exchange.selection): what the pick did with the request's session —
+    # "kept" on its account, "assigned" a first one, "moved" it (affinity_reason says why) — and
+    # which of the client's signals named the session; "" when there was no session or affinity is off.
+    affinity = models.CharField(max_length=10, blank=True, default="")
+    affinity_reason = models.CharField(max_length=20, blank=True, default="")
+    session_signal = models.CharField(max_length=30, blank=True, default="")
     cost = models.DecimalField(max_digits=20, decimal_places=8, null=True, blank=True,
                                help_text="USD, from the provider's price table; empty when no price is known")
     request_body = models.TextField(blank=True, default="")

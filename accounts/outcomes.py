@@ -43,6 +43,7 @@ class ErrorClass(models.TextChoices):
     BUDGET_EXCEEDED = "budget_exceeded", "key's budget used up"
     CONCURRENCY_LIMITED = "concurrency_limited", "key's concurrent requests at their cap"
     NO_ACCOUNTS = "no_accounts", "no usable account"
+    POOL_QUOTA = "pool_quota", "every account's rate limit used up"
     UNAVAILABLE = "unavailable", "gateway dependency unavailable"
     UPSTREAM_UNREACHABLE = "upstream_unreachable", "upstream unreachable"
     UPSTREAM_ERROR = "upstream_error", "upstream error"

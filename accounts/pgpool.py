@@ -42,7 +42,7 @@ CONNECTIONS = 4  # per event loop: picks are short; more would only queue inside
 STANDBY_TTL = 5.0
 RETRY_DATABASE_AFTER = 1.0  # while the database is away, one pick a second tries it (a connect attempt)
 
-PICK = "SELECT * FROM accounts_pick_account(%s, %s::bigint[], %s, %s)"
+PICK = "SELECT * FROM accounts_pick_account(%s, %s::bigint[], %s, %s, %s::bigint)"
 
 
 class PgPool(RecordedInDatabase):
@@ -61,35 +61,37 @@ class PgPool(RecordedInDatabase):
             entry = self._pools[id(loop)] = (loop, _Connections(self._size))
         return entry[1]
 
-    async def pick(self, provider_id: int, exclude: Sequence[int], strategy: str) -> Account | None:
+    async def pick(self, provider_id: int, exclude: Sequence[int], strategy: str,
+                   prefer: int | None = None) -> Account | None:
         if time.monotonic() < self._away_until:
-            return await self.standby.pick(provider_id, exclude, strategy)
+            return await self.standby.pick(provider_id, exclude, strategy, prefer)
         now = timezone.now()
         try:
-            account = await self._pick_twice(provider_id, list(exclude), strategy, now)
+            account = await self._pick_twice(provider_id, list(exclude), strategy, now, prefer)
         except DatabaseUnavailable:
             self._away_until = time.monotonic() + RETRY_DATABASE_AFTER
             log.warning("pool database unreachable; picking from memory")
-            return await self.standby.pick(provider_id, exclude, strategy)
+            return await self.standby.pick(provider_id, exclude, strategy, prefer)
         self.standby.keep_warm()
         if account is not None and account.status == Account.COOLING:
             await hop(end_cooldown, account, now)
         return account
 
     async def _pick_twice(self, provider_id: int, exclude: list[int], strategy: str,
-                          now: dt.datetime) -> Account | None:
+                          now: dt.datetime, prefer: int | None) -> Account | None:
         try:
-            return await self._pick(provider_id, exclude, strategy, now)
+            return await self._pick(provider_id, exclude, strategy, now, prefer)
         except _ConnectionFailed as first:
             # One connection broke: the others, idle since, most likely did too (the database restarted).
             log.warning("pool pick failed (%s); trying a new connection", first.__cause__)
             await self._connections().discard_idle()
             try:
-                return await self._pick(provider_id, exclude, strategy, now)
+                return await self._pick(provider_id, exclude, strategy, now, prefer)
             except _ConnectionFailed as exc:
                 raise DatabaseUnavailable(str(exc.__cause__)) from exc.__cause__
 
-    async def _pick(self, provider_id: int, exclude: list[int], strategy: str, now: dt.datetime) -> Account | None:
+    async def _pick(self, provider_id: int, exclude: list[int], strategy: str, now: dt.datetime,
+                    prefer: int | None) -> Account | None:
         pool = self._connections()
         try:
             conn = await pool.get()
@@ -97,7 +99,7 @@ class PgPool(RecordedInDatabase):
             raise _ConnectionFailed from exc
         try:
             for _ in range(3):
-                cur = await conn.execute(PICK, (provider_id, exclude, strategy, now))
+                cur = await conn.execute(PICK, (provider_id, exclude, strategy, now, prefer))
                 row = await cur.fetchone()
                 if row is not None:
                     return _account(cur.description or (), row)

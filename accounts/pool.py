@@ -37,8 +37,10 @@ state_changed = Signal()
 
 
 class Pool(Protocol):
-    async def pick(self, provider_id: int, exclude: Sequence[int], strategy: str) -> Account | None:
-        """The next usable account of the provider (stamped as used), or None when none is."""
+    async def pick(self, provider_id: int, exclude: Sequence[int], strategy: str,
+                   prefer: int | None = None) -> Account | None:
+        """The next usable account of the provider (stamped as used), or None when none is;
+        ``prefer``: the session's account, picked whenever it is usable (``accounts.pickorder``)."""
 
     async def disable(self, account_id: int, *, rule: str, tier: str, status_code: int | None, excerpt: str,
                       cooldown_until: dt.datetime | None = None, retest_after: float | None = None) -> bool:

@@ -5,7 +5,8 @@ and a key's limits and budgets add to a request, in a child process); against re
 processes, ``latency``, ``throughput``, ``streams``, ``paced``, ``hold``,
 ``multiproc`` (``gateway`` is shorthand for all of these); ``dashboard``
 (``bench/dashboard_bench.py``: dashboard pages on a big request log, in a child
-process); ``profile`` runs only when named. A full run writes ``artifacts/bench.json``; a run
+process); ``agents`` (``bench/agents.py``: agent sessions over rate-limited pools, today's
+selection against session affinity and quota tracking); ``profile`` runs only when named. A full run writes ``artifacts/bench.json``; a run
 with ``--only`` writes ``artifacts/bench-<names>.json`` so that it never
 overwrites the figures of a full run.
 """
@@ -20,11 +21,11 @@ import sys
 import time
 from typing import Any
 
-from . import features, gateway, report, translation
+from . import agents, features, gateway, report, translation
 from .procs import ROOT
 from .procstat import loadavg
 
-ALL = ["translation", "features", *gateway.SECTIONS, "dashboard"]
+ALL = ["translation", "features", *gateway.SECTIONS, "dashboard", "agents"]
 KNOWN = [*ALL, *gateway.EXTRA_SECTIONS, "gateway"]
 
 
@@ -78,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
             results["gateway"] = gateway.run(process_names, gateway.Plan.for_mode(args.quick))
         if "dashboard" in args.names:
             results["dashboard"] = dashboard(args.quick)
+        if "agents" in args.names:
+            results["agents"] = agents.run(quick=args.quick)
     except KeyboardInterrupt:
         print("\ninterrupted: every benchmark process has been stopped", file=sys.stderr)
         return 130

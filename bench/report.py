@@ -235,6 +235,18 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         if "log_writer_buckets" in f:
             check("log writer: usage and spend buckets in three tiers, per logged request",
                   f["log_writer_buckets"]["three_tiers_us"], 100.0, False, "µs")
+    ag = results.get("agents", {})
+    if "new" in ag:
+        new = ag["new"]
+        check("agents: upstream 429s, share of requests (new selection)", new.get("upstream_429_share"), 0.02, False)
+        check("agents: errors seen by clients (new selection)", new.get("client_errors"), 0, False)
+        check("agents: busiest account's requests ÷ its fair share (new selection)",
+              new.get("busiest_over_fair_share"), 2.0, False)
+        if ag.get("ideal", {}).get("cache_share"):
+            check("agents: cacheable input read from cache, against the single-account ideal",
+                  new.get("cache_share_of_ideal"), 0.9, True)
+        check("agents: affinity and quota tracking, added per request",
+              ag.get("in_process", {}).get("added_us_per_request"), 20.0, False, "µs")
     conv = g.get("conversation", {})
     for upstream, figures in conv.get("upstreams", {}).items():
         check(f"a {conv['turns']}-turn previous_response_id conversation, added latency per turn ({upstream})",

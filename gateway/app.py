@@ -36,12 +36,15 @@ from .edge.routes import RouteTable
 from .endpoints.models_list import ModelCatalog
 from .endpoints.sealing import Sealer
 from .exchange import conversation
+from .exchange.affinity import Affinity
+from .exchange.headroom import HeadroomBook
+from .exchange.selection import Selector
 from .exchange.relay import OpenStreams
 from .exchange.upstream import UpstreamClient
 from .limits import Limits, UsdSpent
 from .log.otlpforward import OtlpForwarder, parse_headers
 from .log.knownsecrets import KnownSecrets
-from .log.metrics import AccountsCollector, RequestMetrics
+from .log.metrics import AccountsCollector, HeadroomCollector, RequestMetrics
 from .log.spool import Spool, for_database
 from .log.writer import LogWriter, Sink
 from .options import Options
@@ -73,13 +76,17 @@ class Gateway:
         self.routes = routes
         self.upstream = upstream or UpstreamClient(options.upstream_max_connections)
         self.pool = pool or make_pool(options)
+        # Session affinity and the accounts' rate limits on top of the pool (gateway.exchange.selection).
+        self.selector = Selector(self.pool, Affinity(options.redis_url, options.affinity_cap),
+                                 HeadroomBook(options.redis_url), quota=options.pool_quota)
         self.limits = limits or Limits(options.redis_url, options.token_usage_ttl,
                                        reserve_output_tokens=options.reserve_output_tokens, usd_spent=usd_spent,
                                        budget_help=options.budget_help)
         self.config = config or SnapshotCache(options.config_ttl,
                                               known_secrets=KnownSecrets() if options.log_bodies else None)
         self.metrics = RequestMetrics(lambda: self.config.latest.providers)
-        self.metrics_collectors = (AccountsCollector(),)  # read at each scrape, on a worker thread
+        # Read at each scrape, on a worker thread.
+        self.metrics_collectors = (AccountsCollector(), HeadroomCollector())
         # stored Responses answers: written behind, read through a cache of the recent ones
         self.conversations = conversation.Conversations(wait=options.responses_wait)
         self.log = log_writer or LogWriter(options.log_batch_seconds, sinks,
@@ -120,6 +127,7 @@ class Gateway:
         self._tasks.append(loop.create_task(self.health.run(), name="pool-health"))
         self._tasks.append(loop.create_task(self.limits.run(), name="limit-leases"))
         self._tasks.append(loop.create_task(self.alerts.run(), name="alert-delivery"))
+        self._tasks.append(loop.create_task(self.selector.headroom.run(), name="account-headroom"))
 
     def flush(self) -> None:
         """Write what is held back (log rows, pool stamps) and close the spool: when stopping, from a thread."""
@@ -145,6 +153,8 @@ class Gateway:
         await self.pool.aclose()
         await self.limits.aclose()
         await self.otlp.aclose()
+        await self.selector.headroom.aclose()
+        await self.selector.affinity.aclose()
 
 
 def log_sinks(settings: Any) -> list[Sink]:

@@ -135,6 +135,15 @@ class TooManyInFlight(RateLimited):
     error_class = ErrorClass.CONCURRENCY_LIMITED
 
 
+class PoolQuotaExhausted(GatewayError):
+    """Every account of the provider has used up its rate limits (as their last answers said): a 429
+    with ``Retry-After`` at the soonest reset, sent without trying an account that would refuse."""
+
+    status = 429
+    error_type = "rate_limit_error"
+    error_class = ErrorClass.POOL_QUOTA
+
+
 class NoAccounts(GatewayError):
     status = 503
     error_type = "overloaded_error"

@@ -38,6 +38,8 @@ class Options:
     probe_interval: float = 5.0
     lease_ttl: float = 10.0
     redis_url: str = ""
+    affinity_cap: int = 200_000  # sessions remembered in this process (GATEWAY_AFFINITY_SESSIONS)
+    pool_quota: bool = True  # picks skip accounts their rate limits would refuse (GATEWAY_POOL_QUOTA)
     # GATEWAY_METRICS_TOKEN: /metrics wants it as a bearer token; "" answers /metrics 404. Kept out of repr.
     metrics_token: str = dataclasses.field(default="", repr=False)
     alert_retry_seconds: float = 10.0
@@ -82,6 +84,8 @@ class Options:
             probe_interval=settings.GATEWAY_PROBE_INTERVAL,
             lease_ttl=settings.GATEWAY_LEASE_TTL,
             redis_url=settings.REDIS_URL,
+            affinity_cap=settings.GATEWAY_AFFINITY_SESSIONS,
+            pool_quota=settings.GATEWAY_POOL_QUOTA,
             metrics_token=settings.GATEWAY_METRICS_TOKEN,
             alert_retry_seconds=settings.GATEWAY_ALERT_RETRY_SECONDS,
             alert_timeout=settings.GATEWAY_ALERT_TIMEOUT,

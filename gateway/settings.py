@@ -180,6 +180,10 @@ GATEWAY_PROBE_INTERVAL = env.float("GATEWAY_PROBE_INTERVAL", default=5.0)
 # One gateway process at a time ends cool-downs and queues scheduled account tests (gateway.background.poolhealth):
 # it holds a lease for this many seconds, renewing it every second; if it dies another takes over then.
 GATEWAY_LEASE_TTL = env.float("GATEWAY_LEASE_TTL", default=10.0)
+# Sessions each process remembers the account of (gateway.exchange.affinity); past it the least recently used is forgotten.
+GATEWAY_AFFINITY_SESSIONS = env.int("GATEWAY_AFFINITY_SESSIONS", default=200_000)
+# Picks skip accounts whose rate limits (as their answers' headers report them) the request would overrun.
+GATEWAY_POOL_QUOTA = env.bool("GATEWAY_POOL_QUOTA", default=True)
 # How stale the request log's figure for a client key's token use may be (a floor under the
 # counters that gateway.limits keeps; the log alone lags a batch behind).
 GATEWAY_TOKEN_USAGE_TTL = env.float("GATEWAY_TOKEN_USAGE_TTL", default=5.0)

@@ -39,6 +39,8 @@ class ProviderInfo:
     anthropic_version: str
     rules: list[dict[str, Any]]
     auto_prefix: bool = False  # the upstream wants vendor-prefixed model names (see routing)
+    affinity: bool = True  # sessions keep their account (gateway.exchange.selection)
+    affinity_ttl: float = 300.0  # seconds after a session's last request
     prices: dict[str, Any] = field(default_factory=dict)  # accounts.prices: USD per million tokens by model
 
 
@@ -91,6 +93,7 @@ def _load() -> Snapshot:
                               request_tags=p.accepts_request_tags,
                               cache_breakpoints=p.accepts_cache_control and p.cache_breakpoints),
             anthropic_version=p.anthropic_version, rules=list(p.rules or []), auto_prefix=p.auto_prefix,
+            affinity=p.affinity, affinity_ttl=p.affinity_ttl,
             prices=dict(p.prices or {}),
         )
     for a in ModelAlias.objects.filter(provider__enabled=True).order_by("-priority", "id"):

@@ -24,6 +24,11 @@ key contains           answer
                        ``error`` chunk, Responses ``response.failed`` with code
                        ``rate_limit_exceeded``) before any content, then the
                        connection closes; non-streaming: the 429 above
+``rl<R>r[<T>t][<W>s]``  per-account rate limits (``mockupstream/ratelimits.py``): R requests
+                       [and T input tokens] per W seconds (default 60), between ``-`` or
+                       ``_`` (``sk-a-rl5r-1``); every answer carries what is left in the
+                       protocol's rate-limit headers; past it a 429 with ``retry-after``.
+                       ``POST /_mock/ratelimits`` sets limits for every key without a marker
 =====================  ==========================================================
 
 Content, chosen by the model name (any other name, e.g. ``mock-text``,

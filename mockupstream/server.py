@@ -8,7 +8,8 @@ Endpoints: ``POST /v1`` + each protocol's PATH (``/v1/chat/completions``,
 and for tests ``GET /_mock/stats``, ``POST /_mock/reset``, ``GET /_mock/requests`` (each
 recorded request with its headers, lower-cased, credentials left out), ``POST /_mock/cache``
 ``{"ttl_seconds": N, "clear": true}`` (the prompt cache's five-minute TTL, :mod:`.promptcache`; reset
-restores the one the server started with), and
+restores the one the server started with), ``GET``/``POST /_mock/ratelimits`` (per-account rate
+limits, :mod:`.ratelimits`), and
 ``POST /_mock/heal`` ``{"key_suffix": "ab12", "healed": true}``: keys ending so answer
 as good keys do whatever fault marker they carry (``"healed": false`` breaks them
 again; reset heals nothing), so a test or a walkthrough can watch a disabled account
@@ -36,7 +37,7 @@ from translation import fold, ir, registry
 from translation.protocol import EncodeContext, ProtocolModule
 from translation.streams import StreamEncoder
 
-from . import minted, promptcache, replay, scenarios, strict
+from . import minted, promptcache, ratelimits, replay, scenarios, strict
 from .scenarios import Ending, Fault, JsonMode, Pause, Plan, Raw
 
 RECENT_REQUESTS = 50
@@ -87,11 +88,10 @@ class MockState:
 STATE = web.AppKey("mock_state", MockState)
 
 
-# What api.anthropic.com tells an organization about its own quota on every Messages answer (and a
-# subscriber about its plan): the pool's standing, which a gateway must never pass to its clients.
+# What api.anthropic.com tells a subscriber about its plan on every Messages answer: the pool's own
+# standing, which a gateway must never pass to its clients. (An account's rate limits, the
+# anthropic-ratelimit-{requests,tokens}-* family, come from ratelimits.py for a limited key.)
 POOL_QUOTA_HEADERS = {
-    "anthropic-ratelimit-requests-limit": "4000", "anthropic-ratelimit-requests-remaining": "3999",
-    "anthropic-ratelimit-tokens-remaining": "400000",
     "anthropic-ratelimit-unified-status": "allowed_warning", "anthropic-ratelimit-unified-reset": "1786147200",
     "anthropic-ratelimit-unified-representative-claim": "five_hour",
     "anthropic-ratelimit-unified-5h-utilization": "0.91",
@@ -118,6 +118,7 @@ def make_app(cache_ttl: float = promptcache.FIVE_MINUTES) -> web.Application:
     app.router.add_post("/_mock/replay", _add_replay)
     app.router.add_post("/_mock/heal", _heal)
     app.router.add_post("/_mock/cache", _cache)
+    ratelimits.install(app)  # per-account rate limits (ratelimits.py): /_mock/ratelimits and the headers
     return app
 
 
@@ -170,6 +171,8 @@ async def _serve(request: web.Request, proto: ProtocolModule) -> web.StreamRespo
         return _json(400, proto.render_error(400, exc.message, "invalid_request_error", exc.param))
     if req.model == scenarios.TOO_LONG_MODEL:
         return _json(400, scenarios.too_long(proto))
+    if (limited := ratelimits.admit(request, key, proto, scenarios.estimate_input_tokens(req))) is not None:
+        return limited
     if (elsewhere := minted.refusal(proto.NAME, body, key)) is not None:
         return _fault_response(proto, Fault(400, elsewhere.message, elsewhere.code), "invalid_request_error")
     stream = isinstance(body, dict) and body.get("stream") is True
@@ -417,6 +420,7 @@ async def _stats(request: web.Request) -> web.Response:
 
 async def _reset(request: web.Request) -> web.Response:
     request.app[STATE].reset()
+    request.app[ratelimits.STATE].reset()
     return _json(200, request.app[STATE].stats())
 
 

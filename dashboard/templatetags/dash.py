@@ -6,6 +6,7 @@ from django import template
 from django.http import QueryDict
 
 from accounts import formats
+from accounts.headroom import summary as headroom_summary
 from accounts.models import Account
 from accounts.outcomes import ErrorClass, Verdict
 
@@ -24,6 +25,34 @@ def back_in_pool(account: Account) -> str:
     if account.retest_at and account.status == Account.DISABLED and not account.disabled_by_hand:
         return f"next test {formats.when(account.retest_at)}"
     return "—"
+
+
+@register.filter
+def rate_limits(account: Account) -> str:
+    """What the account has left of its provider's rate limits, as the gateway last wrote it."""
+
+    return headroom_summary(account.headroom) or "—"
+
+
+AFFINITY = {"kept": "kept on its account", "assigned": "assigned an account", "moved": "moved"}
+MOVES = {"unavailable": "its account was disabled, cooling down or removed",
+         "quota": "its account's rate limit was used up", "busy": "its account was at its concurrency cap",
+         "failed": "its account failed this request"}
+
+
+@register.filter
+def affinity(row: object) -> str:
+    """A request-log row's session affinity, as a sentence: "moved (its account's rate limit was used up)"."""
+
+    decision = str(getattr(row, "affinity", "") or "")
+    if not decision:
+        return "—"
+    text = AFFINITY.get(decision, decision)
+    reason = str(getattr(row, "affinity_reason", "") or "")
+    if reason:
+        text += f" ({MOVES.get(reason, reason)})"
+    signal = str(getattr(row, "session_signal", "") or "")
+    return f"{text}; session named by {signal}" if signal else text
 
 
 @register.filter

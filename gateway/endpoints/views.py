@@ -37,6 +37,7 @@ from ..errors import (
 from ..exchange import conversation
 from ..exchange.dispatch import Exchange, dispatch
 from ..exchange.routing import check_allowed, may_use, resolve, shown
+from ..exchange.session import session_of
 from ..limits import request_estimate
 from ..limits.standing import answer_headers
 from ..log.record import LogRecord
@@ -129,7 +130,10 @@ async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_ap
         if previous is not None:  # the conversation as the routed provider may be sent it
             ireq = parse_request(proto, previous.expanded(body, route.provider.id))
         ex = Exchange(new_id("req_"), proto, key, body, ireq, route, request.headers,
-                      request.query, previous, stateful and conversation.keeps(body))
+                      request.query, previous, stateful and conversation.keeps(body),
+                      session=session_of(proto.NAME, request.headers, body, key.id,
+                                         previous.entries[0].response_id if previous is not None else None),
+                      body_bytes=len(request.body))
         prices = route.provider.prices
         ex.record.transport = request.transport
         if proto.NAME == "anthropic":

@@ -19,16 +19,18 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import email.utils
+import functools
 import logging
 import time
 import weakref
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import orjson
 from django.utils import timezone
 
+from accounts.headroom import Need
 from accounts.outcomes import ErrorClass, Verdict
 from accounts.redact import redact
 from accounts.rules import classify
@@ -49,6 +51,7 @@ from ..errors import (
     upstream_message,
 )
 from ..limits import Hold
+from ..limits.estimate import input_tokens_of
 from ..log.record import Attempt, LogRecord
 from ..log.streamlog import SpelledText, kept_stream
 from ..log.writer import LogWriter
@@ -57,6 +60,7 @@ from . import conversation
 from .clientstream import ClientStream, Encoding, Forwarding
 from .forwarding import Forwarded, forwarded, passed_back
 from .neterrors import NetworkFailure, client_message, failure_kind, trace_text
+from .session import Session
 from .relay import TIMEOUT, Batch, Bounds, Decoding, Reader, Tapping, UpstreamStream, read_until_content
 from .routing import Route
 from .upstream import NETWORK_ERRORS, Headers, TooLarge, UpstreamResponse, UpstreamTarget
@@ -92,6 +96,13 @@ class Exchange:
     record: LogRecord = field(init=False)
     # What the request holds against its key's limits; whoever ends the request settles it.
     hold: Hold | None = field(default=None, init=False)
+    # The conversation the request belongs to (gateway.exchange.session), the account that served it
+    # last, and the size of the client's body (the request's token estimate for the accounts' limits).
+    session: Session | None = None
+    session_account: int | None = field(default=None, init=False)
+    body_bytes: int = 0
+    # The account whose concurrency slot the request holds, given back when it ends (gateway.exchange.selection).
+    release: Callable[[], None] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.record = LogRecord(
@@ -112,6 +123,29 @@ class Exchange:
         hold, self.hold = self.hold, None
         if hold is not None:
             hold.settle(self.record)
+        self.let_go()
+
+    def let_go(self) -> None:
+        """Give back the account slot the request holds (its attempt ended)."""
+
+        release, self.release = self.release, None
+        if release is not None:
+            release()
+
+    @functools.cached_property
+    def need(self) -> Need:
+        """What the request takes of an account's rate limits (asked only when some are known)."""
+
+        return Need(input_tokens=input_tokens_of(self.client.NAME, self.body, self.body_bytes))
+
+    @property
+    def previous_account(self) -> int | None:
+        """The account that answered the stored response this request continues, on this provider."""
+
+        if self.previous is None:
+            return None
+        last = self.previous.entries[-1]
+        return last.account_id if last.provider_id == self.route.provider.id and last.account_id else None
 
     @property
     def passthrough(self) -> bool:
@@ -147,12 +181,26 @@ def upstream_request(ex: Exchange, proto: ProtocolModule, account_id: int = 0) -
         except ir.InvalidRequest as exc:  # something the upstream's protocol cannot carry
             raise InvalidRequest(exc.message, exc.param) from exc
         betas = proto.required_betas(body)
+        cache_key(body, provider.protocol, ex.session)
     fwd = forwarded(ex.headers, ex.query, ex.client.NAME, provider.protocol, betas, provider.caps.request_tags)
     try:
         return sse.dumps(body).encode(), fwd
     except TypeError as exc:
         # Refused here, where the body is serialised anyway, not by a second dump of every body.
         raise NestingTooDeep from exc
+
+
+# Upstreams that route their prompt cache by a ``prompt_cache_key`` (OpenAI's Chat and Responses).
+CACHE_KEYED = frozenset({"openai_chat", "responses"})
+
+
+def cache_key(body: dict[str, Any], upstream: str, session: Session | None) -> None:
+    """A translated request to an OpenAI-protocol upstream carries its session as ``prompt_cache_key``
+    (a Claude Code conversation has its turns cached together there, as Codex's are): the session's
+    digest, never the client's own id. A key the client set itself is kept."""
+
+    if session is not None and upstream in CACHE_KEYED and not body.get("prompt_cache_key"):
+        body["prompt_cache_key"] = session.hex
 
 
 async def dispatch(gw: Gateway, ex: Exchange) -> ApiResponse:
@@ -163,10 +211,12 @@ async def dispatch(gw: Gateway, ex: Exchange) -> ApiResponse:
     tried: list[int] = []
     last_network_error: NetworkFailure | None = None
     last_failure: UpstreamFailed | None = None
+    ex.let_go()  # a slot an earlier dispatch of this exchange held (compaction's summary first)
     for _ in range(gw.options.max_attempts):
-        account = await gw.pool.pick(provider.id, tried, provider.selection)
+        account = await gw.selector.pick(ex, tried)
         if account is None:
             break
+        ex.release = functools.partial(gw.selector.release, account.pk)
         tried.append(account.pk)
         ex.record.account_id = account.pk
         if per_account:
@@ -179,6 +229,7 @@ async def dispatch(gw: Gateway, ex: Exchange) -> ApiResponse:
             return await _attempt(gw, ex, proto, UpstreamTarget(provider, secret, ex.upstream_path or proto.PATH, fwd),
                                   body, attempt, secret)
         except _Retry as retry:
+            ex.let_go()
             last_network_error, last_failure = retry.unreachable, retry.failure
             continue
         finally:
@@ -202,6 +253,7 @@ async def _attempt(gw: Gateway, ex: Exchange, proto: ProtocolModule, target: Ups
         attempt.verdict, attempt.error = Verdict.NETWORK, trace_text(exc, [secret])
         raise _Retry(failure_kind(exc)) from exc
     attempt.status = response.status_code
+    gw.selector.headroom.observe(provider.id, attempt.account_id or 0, response.status_code, response.headers)
     if response.status_code >= 400:
         raw = await _read_capped(response, provider.first_byte_timeout)
         err = proto.parse_error(response.status_code, raw)
@@ -371,8 +423,9 @@ class _StreamWriter:
         self.status = 200
         self.error_class = ErrorClass.NONE
         self.logged = False
-        # The stream outlives api_call, so it ends the request's hold, not api_call.
+        # The stream outlives api_call, so it ends the request's hold and account slot, not api_call.
         self.hold, ex.hold = ex.hold, None
+        self.release, ex.release = ex.release, None
         # The streamed body as sent, kept only with body logging on (and only up to twice the cap).
         limit = log_writer.body_limit
         self.sent: bytearray | None = bytearray() if limit is not None else None
@@ -488,6 +541,8 @@ class _StreamWriter:
         self.log_writer.submit(self.ex.record)
         if self.hold is not None:
             self.hold.settle(self.ex.record)
+        if self.release is not None:
+            self.release()
 
 
 def _finish_record(ex: Exchange, status: int, usage: ir.Usage, finish: ir.Finish | None) -> None:

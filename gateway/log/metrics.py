@@ -84,7 +84,10 @@ class RequestMetrics:
                             LABELS, registry=r)
         self.attempts = Counter("gateway_upstream_attempts", "Upstream attempts, by verdict",
                                 (*LABELS, "verdict"), registry=r)
+        self.affinity = Counter("gateway_session_affinity", "Requests of a session: kept on its account, assigned "
+                                "one, or moved (with the reason)", ("provider", "decision", "reason"), registry=r)
         self._children: dict[tuple[str, ...], _Children] = {}
+        self._affinity: dict[tuple[str, str, str], Any] = {}
 
     def observe(self, record: LogRecord) -> None:
         provider = self._providers().get(record.provider_id) if record.provider_id is not None else None
@@ -113,7 +116,12 @@ class RequestMetrics:
             if verdict is None:
                 verdict = c.attempts[attempt.verdict] = self.attempts.labels(*labels, attempt.verdict.value)
             verdict.inc()
-
+        if record.affinity:
+            key = (labels[1], record.affinity, record.affinity_reason)
+            counter = self._affinity.get(key)
+            if counter is None:
+                counter = self._affinity[key] = self.affinity.labels(*key)
+            counter.inc()
 
     def exposition(self, collectors: tuple[Collector, ...] = ()) -> bytes:
         """The text a scrape gets: this process's metrics (all processes' in multi-process mode) and
@@ -128,6 +136,47 @@ class RequestMetrics:
         scrape = CollectorRegistry()
         scrape.register(_Joined(registry, collectors))
         return generate_latest(scrape)
+
+
+class HeadroomCollector(Collector):
+    """What each account has left of its provider's rate limits, as the gateway last wrote it
+    (``Account.headroom``, every few seconds: gateway.exchange.headroom), read at scrape time."""
+
+    def collect(self) -> Iterator[Metric]:
+        import time
+
+        from accounts.headroom import Headroom
+        from accounts.models import Account
+
+        try:
+            rows = list(Account.objects.filter(headroom__isnull=False).values_list(
+                "provider__name", "label", "headroom"))
+        except DatabaseError as exc:
+            log.warning("headroom metric not read: %s", type(exc).__name__)
+            return
+        remaining = GaugeMetricFamily("gateway_account_rate_limit_remaining",
+                                      "What an account has left of a rate limit, as its provider last reported it",
+                                      labels=("provider", "account", "kind"))
+        limit = GaugeMetricFamily("gateway_account_rate_limit", "An account's rate limit, as its provider reports it",
+                                  labels=("provider", "account", "kind"))
+        reset = GaugeMetricFamily("gateway_account_rate_limit_reset_seconds",
+                                  "Seconds until an account's rate limit is full again (0: it is)",
+                                  labels=("provider", "account", "kind"))
+        now = time.time()
+        for provider, label, stored in rows:
+            headroom = Headroom.from_json(stored)
+            if headroom is None:
+                continue
+            for kind, lim in sorted(headroom.limits.items()):
+                labels = (provider, label[:MAX_LABEL], kind)
+                full = bool(lim.reset_at) and lim.reset_at <= now
+                remaining.add_metric(labels, lim.limit if full and lim.limit is not None else max(lim.remaining, 0))
+                if lim.limit is not None:
+                    limit.add_metric(labels, lim.limit)
+                reset.add_metric(labels, max(0.0, lim.reset_at - now) if lim.reset_at else 0.0)
+        yield remaining
+        yield limit
+        yield reset
 
 
 class _Children:

@@ -53,6 +53,11 @@ class LogRecord:
     cache_write_1h_tokens: int = 0  # of those, written for an hour (priced apart)
     reasoning_tokens: int = 0
     finish_reason: str = ""
+    # What the pick did with the request's session: kept, assigned, moved (and why), and its signal
+    # (gateway.exchange.selection); "" without a session.
+    affinity: str = ""
+    affinity_reason: str = ""
+    session_signal: str = ""
     request_body: str = ""
     response_body: str = ""
     # Claude Code's hint headers (signin.hints): sensitive, never logged in plain text.

@@ -158,7 +158,7 @@ def test_account_change_form_renders_the_secret_field_empty_and_keeps_the_key_wh
     assert 'name="secret" value' not in page
     assert account.key_hint in page
 
-    form = {"provider": provider.pk, "label": "a", "secret": "", "balance": "7", "weight": "1"}
+    form = {"provider": provider.pk, "label": "a", "secret": "", "balance": "7", "weight": "1", "tier": "1"}
     assert staff.post(url, form).status_code == 302
     account.refresh_from_db()
     assert account.get_secret() == key and account.balance == Decimal("7")
@@ -174,7 +174,7 @@ def test_status_cannot_be_edited_around_the_pool(staff: Client) -> None:
     account = make_account(provider, "a", new_key())
     pool.disable_by_hand(account.pk)
     url = reverse("admin:accounts_account_change", args=[account.pk])
-    staff.post(url, {"provider": provider.pk, "label": "a", "secret": "", "balance": "", "weight": "1",
+    staff.post(url, {"provider": provider.pk, "label": "a", "secret": "", "balance": "", "weight": "1", "tier": "1",
                      "status": "active"})
     account.refresh_from_db()
     assert account.status == Account.DISABLED and account.disabled_by_hand
@@ -281,7 +281,7 @@ def provider_form(provider: Provider, **changes: Any) -> dict[str, Any]:
             "headers": "{}", "served_models": "[]", "selection": "lru", "connect_timeout": "10",
             "first_byte_timeout": "120", "idle_timeout": "120", "proxy_url": "", "accepts_thinking": "on",
             "accepts_cache_control": "on", "accepts_structured_output": "on", "accepts_adaptive_thinking": "on",
-            "anthropic_version": "2023-06-01",
+            "anthropic_version": "2023-06-01", "affinity": "on", "affinity_ttl": "300",
             "rules": json.dumps(provider.rules), "prices": "{}", "enabled": "on",
             "accounts-TOTAL_FORMS": "0", "accounts-INITIAL_FORMS": "0",
             "accounts-MIN_NUM_FORMS": "0", "accounts-MAX_NUM_FORMS": "1000"}
@@ -452,3 +452,14 @@ def test_the_request_log_list_finds_a_request_by_its_exact_id_or_model_and_count
     monkeypatch.setattr(CappedPaginator, "CAP", 20)
     capped = staff.get(url).content.decode()
     assert "20 request logs" in capped  # the count stops at the cap: no full count of a big log
+
+
+def test_the_provider_form_refuses_a_selection_it_does_not_know(staff: Client) -> None:
+    provider = make_provider()
+    url = reverse("admin:accounts_provider_change", args=[provider.pk])
+    refused = staff.post(url, provider_form(provider, selection="sticky"))
+    assert refused.status_code == 200 and "Select a valid choice" in text_of(refused)
+    saved = staff.post(url, provider_form(provider, selection="weighted", affinity_ttl="3600"))
+    assert saved.status_code == 302, text_of(saved)
+    provider.refresh_from_db()
+    assert provider.selection == "weighted" and provider.affinity_ttl == 3600

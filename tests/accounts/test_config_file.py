@@ -141,3 +141,34 @@ def test_a_balance_added_to_the_file_reaches_an_account_that_had_none(tmp_path: 
     call_command("loadconfig", write(tmp_path, CONFIG.replace('api_key = "sk-second-account-key"',
                                                               'api_key = "sk-second-account-key"\nbalance = 4')))
     assert Account.objects.get(label="a2").balance == Decimal("4")
+
+
+def test_a_selection_nobody_knows_is_refused_and_the_pool_settings_load(tmp_path: Path) -> None:
+    """loadconfig used to take ``selection = "sticky"`` silently and run least-recently-used."""
+
+    with pytest.raises(CommandError, match=r"providers\[0\]: 'selection' must be one of lru, balance, weighted, "
+                                           r"priority, not 'sticky'"):
+        call_command("loadconfig", write(tmp_path, CONFIG.replace('selection = "lru"', 'selection = "sticky"')))
+    assert not Provider.objects.exists()
+    pooled = CONFIG.replace('selection = "lru"', 'selection = "priority"\naffinity = false\naffinity_ttl = 3600') \
+        .replace('balance = 12.5', 'balance = 12.5\ntier = 2\nweight = 3\nmax_concurrent = 4')
+    call_command("loadconfig", write(tmp_path, pooled))
+    provider = Provider.objects.get(name="pool-a")
+    assert (provider.selection, provider.affinity, provider.affinity_ttl) == ("priority", False, 3600.0)
+    a1 = Account.objects.get(label="a1")
+    assert (a1.tier, a1.weight, a1.max_concurrent) == (2, 3, 4)
+    with pytest.raises(CommandError, match=r"accounts\[0\]: 'tier' must be a whole number of 1 or more"):
+        call_command("loadconfig", write(tmp_path, pooled.replace("tier = 2", "tier = 0")))
+    with pytest.raises(CommandError, match=r"'affinity_ttl' must be at least 1"):
+        call_command("loadconfig", write(tmp_path, pooled.replace("affinity_ttl = 3600", "affinity_ttl = 0")))
+
+
+def test_the_model_and_the_database_refuse_an_unknown_selection() -> None:
+    from django.core.exceptions import ValidationError
+    from django.db import IntegrityError, transaction
+
+    provider = Provider(name="p", protocol="openai_chat", base_url="http://127.0.0.1:9/v1", selection="sticky")
+    with pytest.raises(ValidationError, match="selection"):
+        provider.full_clean()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        provider.save()

@@ -22,7 +22,7 @@ from bench.targets import ROUTES, bench_config, gateway_target
 
 MODULES = ["bench.__main__", "bench.bare_relay", "bench.gateway", "bench.http1", "bench.loadgen", "bench.procs",
            "bench.procstat", "bench.profile", "bench.report", "bench.targets", "bench.translation", "bench.features",
-           "bench.dashboard_bench"]
+           "bench.dashboard_bench", "bench.agents"]
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -177,3 +177,28 @@ def test_dashboard_bench_renders_every_dashboard_and_admin_page_on_a_seeded_pool
     pages = {p["page"] for p in figures["pages"]}
     assert {"accounts 7d", "client keys 7d", "spend 7d", "admin accounts", "admin request log"} <= pages
     assert figures["rows"] == 3000 and all(p["median_ms"] > 0 for p in figures["pages"])
+
+
+def test_agents_bench_measures_memory_per_session_and_the_cost_of_affinity_and_quota(tmp_path: Path) -> None:
+    out = tmp_path / "agents-overhead.json"
+    subprocess.run([sys.executable, "-m", "bench.agents", "--overhead", "--rounds", "300", "--json", str(out)],
+                   cwd=ROOT, check=True, timeout=300, capture_output=True)
+    figures = json.loads(out.read_text())
+    assert 50 < figures["bytes_per_tracked_session"] < 2000
+    assert figures["session_identity_us"] > 0 and figures["rate_limit_headers_us"] > 0
+    assert figures["added_us_per_request"] == pytest.approx(
+        figures["session_identity_us"] + figures["selector_us"], abs=0.05)
+
+
+@pytest.mark.slow  # three runs of the gateway over 60 rate-limited accounts: about a minute
+def test_agents_bench_runs_and_the_new_selection_meets_fewer_429s_than_todays(tmp_path: Path) -> None:
+    out = tmp_path / "agents.json"
+    subprocess.run([sys.executable, "-m", "bench.agents", "--quick", "--json", str(out)], cwd=ROOT, check=True,
+                   timeout=900, capture_output=True)
+    figures = json.loads(out.read_text())
+    today, new = figures["today"], figures["new"]
+    assert today["upstream_429s"] > 0, "the pool's limits are to be tight enough for blind selection to meet 429s"
+    assert new["upstream_429s"] < today["upstream_429s"] and new["client_errors"] == 0
+    assert set(new["kinds"]) == {"claude", "codex", "chat"}
+    assert new["busiest_over_fair_share"] > 0
+    assert report.targets({"agents": figures})

@@ -122,7 +122,8 @@ def test_a_responses_upstream_gets_its_own_id_from_the_account_that_issued_it(
 
 def test_another_responses_account_gets_the_conversation_written_out(transactional_db: Any, gateway: Server,
                                                                     mock_upstream: Server) -> None:
-    load(pool_config(mock_upstream, {"responses": ["sk-good-responses-1", "sk-good-responses-2"]}))
+    # Session affinity off: the pool rotates, so the conversation meets the other account.
+    load(pool_config(mock_upstream, {"responses": ["sk-good-responses-1", "sk-good-responses-2"]}, affinity=False))
     seen(gateway)
     httpx.post(mock_upstream.url + "/_mock/reset")
     client = clients.openai_client(gateway.url, CLIENT_KEY)

@@ -59,6 +59,8 @@ def test_a_capped_key_sees_its_standing_then_a_billing_error_it_does_not_retry(
         pool: Any, gateway: Server, mock_upstream: Server) -> None:
     key = capped_key(mock_upstream, usd_budget_day="0.0175")  # 2.5 answers
     seen(gateway)
+    # The pool's accounts report their own rate limits on every answer, as Anthropic's do.
+    httpx.post(mock_upstream.url + "/_mock/ratelimits", json={"requests": 1000}).raise_for_status()
     client = sdk(gateway, key)
     first = client.messages.with_raw_response.create(model=MODEL, max_tokens=20, messages=HI)
     assert first.headers[H + "status"] == "allowed" and first.headers[H + "overage-utilization"] == "0"

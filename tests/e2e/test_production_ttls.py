@@ -67,7 +67,9 @@ def lock_config(gateway: Server) -> tuple[float, float]:
 
 @pytest.fixture
 def ready(transactional_db: Any, mock_upstream: Server, production_gateway: Server) -> Server:
-    load(pool_config(mock_upstream, {"openai_chat": ["sk-ttl-account-aaaa", "sk-ttl-account-bbbb"]}))
+    # Session affinity off: these tests watch the pool rotate (the same request, sent again and again,
+    # would otherwise stay on its account), and it must be off from the first request.
+    load(pool_config(mock_upstream, {"openai_chat": ["sk-ttl-account-aaaa", "sk-ttl-account-bbbb"]}, affinity=False))
     seen(production_gateway)
     return production_gateway
 
@@ -114,7 +116,7 @@ def test_an_account_disabled_from_outside_stops_being_picked_within_the_pool_ttl
     # Lock onto the pool's schedule: a new account, the least recently used of all, is picked by
     # the first request after the pool has re-read.
     load(pool_config(mock_upstream, {"openai_chat": ["sk-ttl-account-aaaa", "sk-ttl-account-bbbb",
-                                                      "sk-ttl-account-cccc"]}))
+                                                      "sk-ttl-account-cccc"]}, affinity=False))
     got = watch(lambda: chat(ready, model), lambda a: served_by(mock_upstream) == "cccc", ready.pool_ttl + SLACK + 5)
     lo, hi = got[-2][0] if len(got) > 1 else 0.0, got[-1][0]
     changed_at = time.monotonic()

@@ -126,10 +126,12 @@ class FakePool:
         self.disabled: dict[int, Disabled] = {}
         self.closed = False
 
-    async def pick(self, provider_id: int, exclude: Sequence[int], strategy: str) -> Account | None:
+    async def pick(self, provider_id: int, exclude: Sequence[int], strategy: str,
+                   prefer: int | None = None) -> Account | None:
         if self.unavailable:
             raise DatabaseUnavailable("the database is down")
-        for acc in self.accounts:
+        order = sorted(self.accounts, key=lambda a: a.pk != prefer)  # the preferred first, the rest as given
+        for acc in order:
             if acc.provider_id == provider_id and acc.pk not in exclude and acc.pk not in self.disabled:
                 self.picks.append(acc.pk)
                 return acc
