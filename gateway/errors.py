@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import orjson
 
 from accounts.outcomes import ErrorClass
-from accounts.redact import redact
+from accounts.redact import redact, without_secret
 from translation import registry
 
 
@@ -176,7 +176,8 @@ def render(protocol: str | None, err: GatewayError) -> tuple[bytes, str]:
 
 
 def passable(raw: bytes | None, secret: str) -> bytes | None:
-    """An upstream's error body as a client of its protocol may get it: JSON, without the account's key.
+    """An upstream's error body as a client of its protocol may get it: JSON, without the account's key
+    in any spelling (``accounts.redact.without_secret``).
 
     Anything else (an HTML page or plain text from a proxy) is None: rendered in the client's envelope instead.
     """
@@ -187,7 +188,8 @@ def passable(raw: bytes | None, secret: str) -> bytes | None:
         orjson.loads(raw)
     except orjson.JSONDecodeError:
         return None
-    return raw.replace(secret.encode(), b"[redacted]") if secret else raw
+    # Valid UTF-8 (orjson read it). The key however JSON spells it: an escaped echo reads back as the key.
+    return without_secret(raw.decode(), secret).encode() if secret else raw
 
 
 def upstream_message(message: str, secret: str, body: str = "", status: int = 0) -> str:

@@ -314,9 +314,9 @@ async def _open_stream(gw: Gateway, ex: Exchange, proto: ProtocolModule, respons
     client: ClientStream
     if ex.passthrough:
         tap = proto.stream_tap(model_rewrite(ex.route.upstream_model, ex.request.model), ex.request.model)
-        reader, client = Tapping(tap), Forwarding(tap)
+        reader, client = Tapping(tap, secret), Forwarding(tap)
     else:
-        reader = Decoding(proto.stream_decoder())
+        reader = Decoding(proto.stream_decoder(), secret)
         client = Encoding(ex.client.stream_encoder(EncodeContext(model=ex.request.model, request=ex.request,
                                                                  body=ex.body)))
     keepalive = gw.options.keepalive_seconds
