@@ -47,7 +47,8 @@ def metrics_us(rounds: int) -> float:
     from gateway.log.metrics import RequestMetrics
     from gateway.log.record import Attempt, LogRecord
 
-    providers: dict[int, Any] = {1: SimpleNamespace(name="up", prices={"*": {"input": 0.25, "output": 2}})}
+    providers: dict[int, Any] = {1: SimpleNamespace(name="up", prices={"*": {"input": 0.25, "output": 2}},
+                                                    served_models=("gpt-5-mini",))}
     m = RequestMetrics(lambda: providers)
     record = LogRecord(request_id="r", client_protocol="openai_chat", client_key_name="team", provider_id=1,
                        model_requested="gpt-5-mini", model_sent="gpt-5-mini", status=200, latency_ms=900,

@@ -76,7 +76,7 @@ class Gateway:
                                        reserve_output_tokens=options.reserve_output_tokens, usd_spent=usd_spent)
         self.config = config or SnapshotCache(options.config_ttl,
                                               known_secrets=KnownSecrets() if options.log_bodies else None)
-        self.metrics = RequestMetrics(lambda: self.config.latest.providers)
+        self.metrics = RequestMetrics(lambda: self.config.latest.providers, lambda: self.config.latest.aliases)
         self.metrics_collectors = (AccountsCollector(),)  # read at each scrape, on a worker thread
         self.conversations = conversation.Saver()  # stored Responses answers, committed in groups
         self.log = log_writer or LogWriter(options.log_batch_seconds, sinks,
