@@ -30,12 +30,13 @@ from ..errors import (
     InvalidRequest,
     ModelNotFound,
     NestingTooDeep,
+    PayloadTooLarge,
     status_of,
     unavailable,
 )
 from ..exchange import conversation
 from ..exchange.dispatch import Exchange, dispatch
-from ..exchange.routing import check_allowed, may_use, resolve, shown
+from ..exchange.routing import Route, check_allowed, may_use, resolve, shown
 from ..limits import request_estimate
 from ..log.record import TRANSPORT_META, LogRecord
 from ..state import KeyInfo
@@ -97,11 +98,40 @@ def _log_rejected(gw: Gateway, proto: ProtocolModule, key: KeyInfo | None, body:
 
 
 Serve = Callable[[Gateway, Exchange], Awaitable[HttpResponseBase]]
+# What a serve function sends upstream for a body (the conversation it continues written out), when that
+# is not the body itself: compaction's summary request. Limits and budgets count this, not the client's.
+Outgoing = Callable[[Gateway, KeyInfo, Route, dict[str, Any]], dict[str, Any]]
+
+
+def sent_upstream(gw: Gateway, body: dict[str, Any], body_bytes: int, written: dict[str, Any],
+                  outgoing: dict[str, Any]) -> int:
+    """The size of what goes upstream for ``body`` (``body_bytes`` as the client sent it): ``written``,
+    the body with the conversation it continues written out, or ``outgoing`` made of it. Past the
+    request body's limit it is refused as the body itself would have been (a follow-up of a few bytes
+    could otherwise send the upstream many times the limit)."""
+
+    if outgoing is body:
+        return body_bytes
+    try:
+        size = len(sse.dumps(outgoing))
+    except TypeError as exc:
+        raise NestingTooDeep from exc
+    limit = gw.options.max_body_bytes
+    if size > limit:
+        more = "with the conversation it continues written out" if written is not body else "as sent upstream"
+        raise PayloadTooLarge(f"The request body exceeds the limit of {limit} bytes {more} ({size} bytes)")
+    return size
 
 
 async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_api_key: bool,
-                   stateful: bool = False, serve: Serve = dispatch) -> HttpResponseBase:
-    """``stateful``: the protocol keeps conversations (Responses: ``previous_response_id``, ``store``)."""
+                   stateful: bool = False, serve: Serve = dispatch,
+                   outgoing: Outgoing | None = None) -> HttpResponseBase:
+    """``stateful``: the protocol keeps conversations (Responses: ``previous_response_id``, ``store``).
+
+    The request's limits and budgets count what goes upstream: the client's body with the conversation
+    it continues written out (a ``previous_response_id`` of a few bytes may stand for megabytes), or
+    what ``outgoing`` makes of that.
+    """
 
     proto = registry.get(proto_name)
     key: KeyInfo | None = None
@@ -118,16 +148,21 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
         ireq = parse_request(proto, body)
         check_allowed(key, ireq.model)  # before routing: a name the key may not use is not looked up
         route = resolve(ireq.model, snap)
+        written = body
         if previous is not None:  # the conversation as the routed provider may be sent it
-            ireq = parse_request(proto, previous.expanded(body, route.provider.id))
+            written = previous.expanded(body, route.provider.id)
+            ireq = parse_request(proto, written)
+        upstream = outgoing(gw, key, route, written) if outgoing is not None else written
+        upstream_bytes = sent_upstream(gw, body, len(request.body), written, upstream)
         ex = Exchange(new_id("req_"), proto, key, body, ireq, route, request.headers,
                       request.META.get("QUERY_STRING", ""), previous, stateful and conversation.keeps(body))
         prices = route.provider.prices
         if TRANSPORT_META in request.META:
             ex.record.transport = request.META[TRANSPORT_META]
-        ex.hold = await gw.limits.admit(key, ex.request_id, request_estimate(
-            proto.NAME, body, ireq, len(request.body), gw.options.reserve_output_tokens, prices,
-            route.upstream_model), prices)
+        estimate = request_estimate(
+            proto.NAME, upstream, ireq if upstream is written else parse_request(proto, upstream), upstream_bytes,
+            gw.options.reserve_output_tokens, prices, route.upstream_model)
+        ex.hold = await gw.limits.admit(key, ex.request_id, estimate, prices)
         ex.record.request_body = gw.log.keep_body(request.body)
         return await serve(gw, ex)
     except (GatewayError, DatabaseUnavailable) as exc:
@@ -168,11 +203,26 @@ async def messages(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
 
 async def responses(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
     return await api_call(gw, request, "responses", allow_x_api_key=False, stateful=True,
-                          serve=_serve_responses)
+                          serve=_serve_responses, outgoing=_responses_outgoing)
 
 
 async def responses_compact(gw: Gateway, request: HttpRequest) -> HttpResponseBase:
-    return await api_call(gw, request, "responses", allow_x_api_key=False, stateful=True, serve=_serve_compact)
+    return await api_call(gw, request, "responses", allow_x_api_key=False, stateful=True, serve=_serve_compact,
+                          outgoing=_compact_outgoing)
+
+
+def _gateway_compacts(route: Route) -> bool:
+    return route.provider.protocol != "responses"  # a Responses upstream compacts for itself
+
+
+def _responses_outgoing(gw: Gateway, key: KeyInfo, route: Route, written: dict[str, Any]) -> dict[str, Any]:
+    if _gateway_compacts(route) and compaction.wants_compaction(written):
+        return compaction.summary_request(written, gw.sealer)
+    return written
+
+
+def _compact_outgoing(gw: Gateway, key: KeyInfo, route: Route, written: dict[str, Any]) -> dict[str, Any]:
+    return compaction.summary_request(written, gw.sealer) if _gateway_compacts(route) else written
 
 
 def _written_out(ex: Exchange) -> dict[str, Any]:
