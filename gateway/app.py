@@ -84,7 +84,7 @@ class Gateway:
                                            known_secrets=self.config.known_secrets,
                                            observers=[self.metrics.observe])
         self.models = ModelCatalog(self.upstream, options.models_cache_ttl)
-        self.sealer = Sealer(options.sealing_key)
+        self.sealer = Sealer(options.sealing_key, options.compaction_item_days * 86400)
         self.streams = OpenStreams()
         self.prober = prober or Prober(self.config, self.upstream, options.probe_interval)
         self.health = health or PoolHealth(Lease(LEASE_NAME, options.lease_ttl), self.prober.wake)

@@ -45,6 +45,7 @@ class Options:
     database_vendor: str = "sqlite"  # "sqlite" | "postgresql": which pool the app builds
     # What compaction summaries are sealed with (gateway.endpoints.sealing); kept out of any repr.
     sealing_key: str = dataclasses.field(default="", repr=False)
+    compaction_item_days: float = 30.0  # how long a sealed compaction item opens (0: for ever)
 
     @classmethod
     def from_settings(cls, settings: Any) -> Options:
@@ -78,6 +79,7 @@ class Options:
             alert_timeout=settings.GATEWAY_ALERT_TIMEOUT,
             database_vendor="postgresql" if engine.endswith("postgresql") else "sqlite",
             sealing_key=settings.GATEWAY_ENCRYPTION_KEY or settings.SECRET_KEY,
+            compaction_item_days=settings.GATEWAY_COMPACTION_ITEM_DAYS,
         )
 
     def replace(self, **changes: Any) -> Options:

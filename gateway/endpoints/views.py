@@ -217,12 +217,12 @@ def _gateway_compacts(route: Route) -> bool:
 
 def _responses_outgoing(gw: Gateway, key: KeyInfo, route: Route, written: dict[str, Any]) -> dict[str, Any]:
     if _gateway_compacts(route) and compaction.wants_compaction(written):
-        return compaction.summary_request(written, gw.sealer)
+        return compaction.summary_request(written, gw.sealer, key.id)
     return written
 
 
 def _compact_outgoing(gw: Gateway, key: KeyInfo, route: Route, written: dict[str, Any]) -> dict[str, Any]:
-    return compaction.summary_request(written, gw.sealer) if _gateway_compacts(route) else written
+    return compaction.summary_request(written, gw.sealer, key.id) if _gateway_compacts(route) else written
 
 
 def _written_out(ex: Exchange) -> dict[str, Any]:
@@ -241,7 +241,7 @@ async def _serve_responses(gw: Gateway, ex: Exchange) -> HttpResponseBase:
     if compaction.wants_compaction(ex.body):
         item, usage = await compaction.summarise(gw, ex, parse_request, _written_out(ex))
         return compaction.trigger_answer(ex, item, usage)
-    expanded = compaction.expand(_written_out(ex), gw.sealer)
+    expanded = compaction.expand(_written_out(ex), gw.sealer, ex.key.id)
     if expanded is not None:
         ex.request = parse_request(ex.client, expanded)
     return await dispatch(gw, ex)
