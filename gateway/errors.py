@@ -101,6 +101,12 @@ class TooManyInFlight(RateLimited):
     error_class = ErrorClass.CONCURRENCY_LIMITED
 
 
+class TooManySockets(RateLimited):
+    """A client key's cap on open Responses websockets (``GATEWAY_MAX_SOCKETS_PER_KEY``)."""
+
+    error_class = ErrorClass.CONCURRENCY_LIMITED
+
+
 class NoAccounts(GatewayError):
     status = 503
     error_type = "overloaded_error"

@@ -46,6 +46,7 @@ class Options:
     # What compaction summaries are sealed with (gateway.endpoints.sealing); kept out of any repr.
     sealing_key: str = dataclasses.field(default="", repr=False)
     compaction_item_days: float = 30.0  # how long a sealed compaction item opens (0: for ever)
+    max_sockets_per_key: int = 32  # open Responses websockets per client key (0: no cap)
 
     @classmethod
     def from_settings(cls, settings: Any) -> Options:
@@ -80,6 +81,7 @@ class Options:
             database_vendor="postgresql" if engine.endswith("postgresql") else "sqlite",
             sealing_key=settings.GATEWAY_ENCRYPTION_KEY or settings.SECRET_KEY,
             compaction_item_days=settings.GATEWAY_COMPACTION_ITEM_DAYS,
+            max_sockets_per_key=settings.GATEWAY_MAX_SOCKETS_PER_KEY,
         )
 
     def replace(self, **changes: Any) -> Options:

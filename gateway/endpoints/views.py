@@ -60,19 +60,28 @@ def json_object(raw: bytes | str, what: str) -> dict[str, Any]:
     return body
 
 
+def check_nesting(raw: bytes | str, body: Any) -> None:
+    """A 400 for ``body`` (read from ``raw``) nested too deeply to be written out again.
+
+    orjson reads 1024 levels of nesting but writes only 254, and fields the upstream never sees are
+    still echoed into answers (a Responses text.format schema): too deep, it broke the answer midway.
+    Only a body with more brackets than that can be too deep, so nearly every body costs a count.
+    """
+
+    brackets = raw.count(b"[") + raw.count(b"{") if isinstance(raw, bytes) else raw.count("[") + raw.count("{")
+    if brackets > 254:
+        try:
+            sse.dumps(body)
+        except TypeError as exc:
+            raise NestingTooDeep from exc
+
+
 def parse_body(request: HttpRequest) -> Any:
     raw = request.body
     if not raw.strip():
         raise InvalidRequest("The request body is empty; send a JSON object")
     body = json_object(raw, "request body")
-    # orjson reads 1024 levels of nesting but writes only 254, and fields the upstream never sees are
-    # still echoed into answers (a Responses text.format schema): too deep, it broke the answer midway.
-    # Only a body with more brackets than that can be too deep, so nearly every body costs a count.
-    if raw.count(b"[") + raw.count(b"{") > 254:
-        try:
-            sse.dumps(body)
-        except TypeError as exc:
-            raise NestingTooDeep from exc
+    check_nesting(raw, body)
     return body
 
 
@@ -119,8 +128,14 @@ def sent_upstream(gw: Gateway, body: dict[str, Any], body_bytes: int, written: d
     limit = gw.options.max_body_bytes
     if size > limit:
         more = "with the conversation it continues written out" if written is not body else "as sent upstream"
-        raise PayloadTooLarge(f"The request body exceeds the limit of {limit} bytes {more} ({size} bytes)")
+        raise assembled_too_large(limit, more, size)
     return size
+
+
+def assembled_too_large(limit: int, how: str, size: int) -> PayloadTooLarge:
+    """The body limit's 413 (``gateway.edge.bodylimit``'s words) for a request assembled by the gateway."""
+
+    return PayloadTooLarge(f"The request body exceeds the limit of {limit} bytes {how} ({size} bytes)")
 
 
 async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_api_key: bool,
