@@ -269,6 +269,9 @@ class RequestLog(models.Model):
     output_tokens = models.IntegerField(default=0)
     cached_tokens = models.IntegerField(default=0)
     reasoning_tokens = models.IntegerField(default=0)
+    # The tokens are the gateway's count, not the upstream's: a stream ended (the client left, the
+    # upstream broke off) before the upstream said what it used (gateway.exchange.dispatch)
+    usage_estimated = models.BooleanField(default=False)
     finish_reason = models.CharField(max_length=40, blank=True, default="")
     cost = models.DecimalField(max_digits=20, decimal_places=8, null=True, blank=True,
                                help_text="USD, from the provider's price table; empty when no price is known")

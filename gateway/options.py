@@ -47,6 +47,7 @@ class Options:
     sealing_key: str = dataclasses.field(default="", repr=False)
     compaction_item_days: float = 30.0  # how long a sealed compaction item opens (0: for ever)
     max_sockets_per_key: int = 32  # open Responses websockets per client key (0: no cap)
+    abandoned_stream_seconds: float = 5.0  # a stream's upstream read on after its client left, for the usage
 
     @classmethod
     def from_settings(cls, settings: Any) -> Options:
@@ -82,6 +83,7 @@ class Options:
             sealing_key=settings.GATEWAY_ENCRYPTION_KEY or settings.SECRET_KEY,
             compaction_item_days=settings.GATEWAY_COMPACTION_ITEM_DAYS,
             max_sockets_per_key=settings.GATEWAY_MAX_SOCKETS_PER_KEY,
+            abandoned_stream_seconds=settings.GATEWAY_ABANDONED_STREAM_SECONDS,
         )
 
     def replace(self, **changes: Any) -> Options:

@@ -201,6 +201,9 @@ GATEWAY_ALERT_TIMEOUT = env.float("GATEWAY_ALERT_TIMEOUT", default=10.0)
 # Responses answered on /v1/responses are kept (unless the request says store: false) for
 # previous_response_id and GET /v1/responses/{id}; prunelogs deletes those older than this.
 GATEWAY_RESPONSES_RETENTION_DAYS = env.int("GATEWAY_RESPONSES_RETENTION_DAYS", default=30)
+# When a client leaves a stream, the upstream is read on (nothing written) for at most this many seconds
+# for the usage it reports at its end; what never comes is estimated (gateway.exchange.dispatch). 0: not.
+GATEWAY_ABANDONED_STREAM_SECONDS = env.float("GATEWAY_ABANDONED_STREAM_SECONDS", default=5.0)
 # Responses websockets one client key may hold open at once, across processes with Redis (0: no cap).
 GATEWAY_MAX_SOCKETS_PER_KEY = env.int("GATEWAY_MAX_SOCKETS_PER_KEY", default=32)
 # A compaction item the gateway sealed (gateway.endpoints.sealing) opens for this many days (0: for ever).

@@ -171,6 +171,7 @@ async def api_call(gw: Gateway, request: HttpRequest, proto_name: str, allow_x_a
         upstream_bytes = sent_upstream(gw, body, len(request.body), written, upstream)
         ex = Exchange(new_id("req_"), proto, key, body, ireq, route, request.headers,
                       request.META.get("QUERY_STRING", ""), previous, stateful and conversation.keeps(body))
+        ex.sent = (upstream, upstream_bytes)
         prices = route.provider.prices
         if TRANSPORT_META in request.META:
             ex.record.transport = request.META[TRANSPORT_META]

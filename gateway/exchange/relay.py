@@ -138,9 +138,16 @@ class OpenStreams:
 
     def __init__(self) -> None:
         self._streams: weakref.WeakSet[UpstreamStream] = weakref.WeakSet()
+        self._drains: set[asyncio.Task[None]] = set()  # streams read on after their client left
 
     def add(self, stream: UpstreamStream) -> None:
         self._streams.add(stream)
+
+    def keep(self, task: asyncio.Task[None]) -> None:
+        """Hold ``task`` (reading a stream whose client left) until it ends."""
+
+        self._drains.add(task)
+        task.add_done_callback(self._drains.discard)
 
     def abort_all(self, message: str) -> None:
         for stream in list(self._streams):

@@ -51,6 +51,7 @@ class LogRecord:
     output_tokens: int = 0
     cached_tokens: int = 0
     reasoning_tokens: int = 0
+    usage_estimated: bool = False  # the tokens are the gateway's count: the upstream's never came
     finish_reason: str = ""
     request_body: str = ""
     response_body: str = ""
