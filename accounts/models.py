@@ -10,6 +10,8 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
 
+from atrest import EncryptedTextField
+
 from . import secrets
 from .outcomes import ErrorClass
 from .rules import DEFAULT_RULES
@@ -275,8 +277,9 @@ class RequestLog(models.Model):
     finish_reason = models.CharField(max_length=40, blank=True, default="")
     cost = models.DecimalField(max_digits=20, decimal_places=8, null=True, blank=True,
                                help_text="USD, from the provider's price table; empty when no price is known")
-    request_body = models.TextField(blank=True, default="")
-    response_body = models.TextField(blank=True, default="")
+    # Kept only with body logging on; encrypted at rest (atrest: the log writer seals what it inserts)
+    request_body = EncryptedTextField(blank=True, default="")
+    response_body = EncryptedTextField(blank=True, default="")
 
     class Meta:
         ordering = ["-created_at"]

@@ -135,8 +135,11 @@ GATEWAY_MAX_HEAD_BYTES = env.int("GATEWAY_MAX_HEAD_BYTES", default=64 * 1024)
 GATEWAY_HEAD_TIMEOUT = env.float("GATEWAY_HEAD_TIMEOUT", default=30.0)
 GATEWAY_KEEPALIVE_SECONDS = env.float("GATEWAY_KEEPALIVE_SECONDS", default=10.0)
 GATEWAY_MAX_ATTEMPTS = env.int("GATEWAY_MAX_ATTEMPTS", default=10)
-# Secrets at rest (upstream keys) are encrypted with this; derived from SECRET_KEY when unset.
+# What the gateway keeps at rest (upstream keys, stored answers, logged bodies: the atrest package) is
+# encrypted with this; SECRET_KEY when unset. While rotating, the earlier values (comma-separated) are
+# still read: run manage.py reencrypt, then drop them.
 GATEWAY_ENCRYPTION_KEY = env("GATEWAY_ENCRYPTION_KEY", default="")
+GATEWAY_ENCRYPTION_OLD_KEYS = env.list("GATEWAY_ENCRYPTION_OLD_KEYS", default=[])
 
 LOGGING = {
     "version": 1,
