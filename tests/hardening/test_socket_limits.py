@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -130,7 +129,3 @@ def test_a_frame_nested_600_levels_deep_is_a_400_and_the_socket_serves_on(pool: 
                                MODEL.encode(), deep.encode()))
     assert over_http.status_code == 400 and over_http.json()["error"] == frame["error"]
 
-
-if os.environ.get("GATEWAY_TEST_SERVER") == "daphne":  # Daphne's close codes are its own business
-    test_a_key_holds_at_most_its_cap_of_open_sockets = pytest.mark.skip(  # type: ignore[assignment]
-        "close codes under Daphne")(test_a_key_holds_at_most_its_cap_of_open_sockets)
