@@ -59,7 +59,7 @@ $(TOKENIZER): tests/tokenizer/package.json tests/tokenizer/package-lock.json
 test: $(STAMP) $(NODE_STAMP) $(TOKENIZER)
 	bash tests/browser/ensure_chromium.sh || echo "chromium could not be installed: the browser test will be skipped"
 	$(BIN)/python -m pytest -m "slow or not slow" tests  # every tier: a bare pytest skips the slow one
-	$(BIN)/mypy gateway accounts dashboard translation alerts conversations mockupstream signin telemetry
+	$(BIN)/mypy gateway accounts dashboard translation alerts conversations mockupstream signin telemetry atrest
 
 # The bench starts its own servers on scratch databases; BENCH_ARGS="--quick" or "--only NAME".
 bench: $(STAMP)

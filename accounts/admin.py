@@ -459,6 +459,7 @@ class RequestLogAdmin(admin.ModelAdmin[RequestLog]):
         fixed_filter("upstream_protocol", "upstream protocol", PROTOCOL_CHOICES),
         "stream",
         fixed_filter("transport", "transport", [("http", "HTTP"), ("websocket", "websocket")]),
+        "usage_estimated",
     ]
     # Exact matches only, each served by an index: a substring search reads the whole log.
     search_help_text = "A request id or a model name, exactly."

@@ -10,6 +10,8 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
 
+from atrest import EncryptedTextField
+
 from . import secrets
 from .outcomes import ErrorClass
 from .pickorder import STRATEGIES, STRATEGY_NAMES
@@ -314,6 +316,9 @@ class RequestLog(models.Model):
     cache_write_tokens = models.IntegerField(default=0)
     cache_write_1h_tokens = models.IntegerField(default=0)
     reasoning_tokens = models.IntegerField(default=0)
+    # The tokens are the gateway's count, not the upstream's: a stream ended (the client left, the
+    # upstream broke off) before the upstream said what it used (gateway.exchange.dispatch)
+    usage_estimated = models.BooleanField(default=False)
     finish_reason = models.CharField(max_length=40, blank=True, default="")
     # Session affinity (gateway.exchange.selection): what the pick did with the request's session —
     # "kept" on its account, "assigned" a first one, "moved" it (affinity_reason says why) — and
@@ -323,8 +328,9 @@ class RequestLog(models.Model):
     session_signal = models.CharField(max_length=30, blank=True, default="")
     cost = models.DecimalField(max_digits=20, decimal_places=8, null=True, blank=True,
                                help_text="USD, from the provider's price table; empty when no price is known")
-    request_body = models.TextField(blank=True, default="")
-    response_body = models.TextField(blank=True, default="")
+    # Kept only with body logging on; encrypted at rest (atrest: the log writer seals what it inserts)
+    request_body = EncryptedTextField(blank=True, default="")
+    response_body = EncryptedTextField(blank=True, default="")
     # Claude Code's gateway hint headers, when sent (signin.hints): sensitive, never in a plain log.
     cc_request_class = models.CharField("request class", max_length=40, blank=True, default="")
     cc_agent_type = models.CharField("agent type", max_length=60, blank=True, default="")

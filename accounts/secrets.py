@@ -1,45 +1,36 @@
 """Secrets at rest: upstream keys are encrypted, client keys are hashed.
 
-The encryption key comes from ``GATEWAY_ENCRYPTION_KEY`` (or, failing that, is
-derived from ``SECRET_KEY``) so that a copied database alone reveals nothing.
+The encryption is the gateway's own key management (``atrest``): ``GATEWAY_ENCRYPTION_KEY`` (or,
+failing that, ``SECRET_KEY``) writes, ``GATEWAY_ENCRYPTION_OLD_KEYS`` are still read while a key
+is rotated, so that a copied database alone reveals nothing.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 import secrets
 from functools import lru_cache
 
-from cryptography.fernet import Fernet, InvalidToken
-from django.conf import settings
+import atrest
 
-
-@lru_cache(maxsize=4)
-def _fernet(material: str) -> Fernet:
-    digest = hashlib.sha256(("gateway-secrets:" + material).encode()).digest()
-    return Fernet(base64.urlsafe_b64encode(digest))
-
-
-def _current() -> Fernet:
-    return _fernet(settings.GATEWAY_ENCRYPTION_KEY or settings.SECRET_KEY)
+PURPOSE = "gateway-secrets"
 
 
 def encrypt(plain: str) -> str:
-    return _current().encrypt(plain.encode()).decode()
+    return atrest.encrypt(PURPOSE, plain)
 
 
 @lru_cache(maxsize=4096)
-def _decrypt(token: str, material: str) -> str:
-    return _fernet(material).decrypt(token.encode()).decode()
+def _decrypt(token: str, materials: tuple[str, ...]) -> str:
+    return atrest.decrypt(PURPOSE, token)
 
 
 def decrypt(token: str) -> str:
     # Cached: the hot path decrypts the chosen account's key on every request.
     try:
-        return _decrypt(token, settings.GATEWAY_ENCRYPTION_KEY or settings.SECRET_KEY)
-    except InvalidToken as exc:
+        return _decrypt(token, atrest.materials())
+    except atrest.Unreadable as exc:
         raise ValueError("secret cannot be decrypted with the configured key") from exc
 
 

@@ -1,4 +1,5 @@
-"""What metrics, budgets and the dashboard's buckets add to each request: ``python -m bench.features [--json PATH]``.
+"""What metrics, budgets, the dashboard's buckets and encryption at rest add to each request:
+``python -m bench.features [--json PATH]``.
 
 Both run on every request of a key that has them, on the event loop, so their cost is a number
 of microseconds per request, measured here in a child process (Django configured per process)
@@ -52,7 +53,8 @@ def metrics_us(rounds: int) -> float:
     from gateway.log.metrics import RequestMetrics
     from gateway.log.record import Attempt, LogRecord
 
-    providers: dict[int, Any] = {1: SimpleNamespace(name="up", prices={"*": {"input": 0.25, "output": 2}})}
+    providers: dict[int, Any] = {1: SimpleNamespace(name="up", prices={"*": {"input": 0.25, "output": 2}},
+                                                    served_models=("gpt-5-mini",))}
     m = RequestMetrics(lambda: providers)
     record = LogRecord(request_id="r", client_protocol="openai_chat", client_key_name="team", provider_id=1,
                        model_requested="gpt-5-mini", model_sent="gpt-5-mini", status=200, latency_ms=900,
@@ -215,10 +217,30 @@ def buckets_us(rounds: int, batch_size: int = 50) -> dict[str, float]:
             "three_tiers_us": round(statistics.median(three), 2)}
 
 
+def at_rest_us(rounds: int) -> dict[str, float]:
+    """A stored answer encrypted when kept and decrypted when read back (``atrest``: Fernet), per answer
+    of 4 KB and of 64 KB of JSON; on the Responses path with ``store`` (the default), and per logged body."""
+
+    import atrest
+
+    out = {}
+    for size in (4, 64):
+        text = '{"output": [{"type": "message", "content": "' + "x" * (size * 1024 - 40) + '"}]}'
+        n = max(200, rounds // (size * 4))
+        t0 = time.perf_counter()
+        for _ in range(n):
+            atrest.unseal(atrest.seal(text))
+        out[f"seal_and_unseal_{size}kb_us"] = round((time.perf_counter() - t0) / n * 1e6, 2)
+    return out
+
+
 def measure(rounds: int = ROUNDS) -> dict[str, Any]:
     configure()
     out = {"rounds": rounds, "metrics_us_per_request": round(metrics_us(rounds), 2), "limits": limits_us(rounds),
-           "usage_headers": usage_headers_us(rounds), "log_writer_buckets": buckets_us(rounds)}
+           "usage_headers": usage_headers_us(rounds), "log_writer_buckets": buckets_us(rounds),
+           "at_rest": at_rest_us(rounds)}
+    print(f"  encrypted at rest: a stored answer sealed and opened, {out['at_rest']['seal_and_unseal_4kb_us']} µs "
+          f"(4 KB), {out['at_rest']['seal_and_unseal_64kb_us']} µs (64 KB)", flush=True)
     print(f"  metrics: {out['metrics_us_per_request']} µs a request; limits: a key with a rate limit, a token "
           f"limit and four USD budgets {out['limits']['key_with_limits_and_usd_budgets_us']} µs against "
           f"{out['limits']['key_without_limits_us']} µs for a key with none", flush=True)

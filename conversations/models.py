@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from atrest import EncryptedTextField
+
 
 class StoredResponse(models.Model):
     # The id the client was given: the upstream's own on a Responses passthrough (unless this key holds
@@ -22,8 +24,9 @@ class StoredResponse(models.Model):
     provider_id = models.BigIntegerField(null=True)
     account_id = models.BigIntegerField(null=True)
     upstream_response_id = models.CharField(max_length=200, blank=True, default="")
-    input_items = models.TextField(default="[]")  # this request's own input, as items (JSON)
-    response = models.TextField(default="{}")  # the response object as the client got it (JSON)
+    # Encrypted at rest (atrest): what the users and the model wrote is in these two.
+    input_items = EncryptedTextField(default="[]")  # this request's own input, as items (JSON)
+    response = EncryptedTextField(default="{}")  # the response object as the client got it (JSON)
     created_at = models.DateTimeField(db_index=True)
 
     class Meta:

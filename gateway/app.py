@@ -84,7 +84,7 @@ class Gateway:
                                        budget_help=options.budget_help)
         self.config = config or SnapshotCache(options.config_ttl,
                                               known_secrets=KnownSecrets() if options.log_bodies else None)
-        self.metrics = RequestMetrics(lambda: self.config.latest.providers)
+        self.metrics = RequestMetrics(lambda: self.config.latest.providers, lambda: self.config.latest.aliases)
         # Read at each scrape, on a worker thread.
         self.metrics_collectors = (AccountsCollector(), HeadroomCollector())
         # stored Responses answers: written behind, read through a cache of the recent ones
@@ -94,7 +94,7 @@ class Gateway:
                                            known_secrets=self.config.known_secrets,
                                            observers=[self.metrics.observe])
         self.models = ModelCatalog(self.upstream, options.models_cache_ttl)
-        self.sealer = Sealer(options.sealing_key)
+        self.sealer = Sealer(options.sealing_key, options.compaction_item_days * 86400)
         # Telemetry exports forwarded to the collector ops configure (gateway.endpoints.telemetry).
         self.otlp = OtlpForwarder(options.otlp_forward_url, parse_headers(options.otlp_forward_headers))
         self.streams = OpenStreams()

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import orjson
 
 from accounts.outcomes import ErrorClass
-from accounts.redact import redact
+from accounts.redact import redact, without_secret
 from translation import registry
 
 
@@ -142,6 +142,10 @@ class PoolQuotaExhausted(GatewayError):
     status = 429
     error_type = "rate_limit_error"
     error_class = ErrorClass.POOL_QUOTA
+class TooManySockets(RateLimited):
+    """A client key's cap on open Responses websockets (``GATEWAY_MAX_SOCKETS_PER_KEY``)."""
+
+    error_class = ErrorClass.CONCURRENCY_LIMITED
 
 
 class NoAccounts(GatewayError):
@@ -243,7 +247,8 @@ def render(protocol: str | None, err: GatewayError) -> tuple[bytes, str]:
 
 
 def passable(raw: bytes | None, secret: str) -> bytes | None:
-    """An upstream's error body as a client of its protocol may get it: JSON, without the account's key.
+    """An upstream's error body as a client of its protocol may get it: JSON, without the account's key
+    in any spelling (``accounts.redact.without_secret``).
 
     Anything else (an HTML page or plain text from a proxy) is None: rendered in the client's envelope instead.
     """
@@ -254,7 +259,8 @@ def passable(raw: bytes | None, secret: str) -> bytes | None:
         orjson.loads(raw)
     except orjson.JSONDecodeError:
         return None
-    return raw.replace(secret.encode(), b"[redacted]") if secret else raw
+    # Valid UTF-8 (orjson read it). The key however JSON spells it: an escaped echo reads back as the key.
+    return without_secret(raw.decode(), secret).encode() if secret else raw
 
 
 def upstream_message(message: str, secret: str, body: str = "", status: int = 0) -> str:

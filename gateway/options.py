@@ -56,6 +56,9 @@ class Options:
     telemetry_per_minute: int = 120
     otlp_forward_url: str = ""
     otlp_forward_headers: str = dataclasses.field(default="", repr=False)  # may hold a collector's credential
+    compaction_item_days: float = 30.0  # how long a sealed compaction item opens (0: for ever)
+    max_sockets_per_key: int = 32  # open Responses websockets per client key (0: no cap)
+    abandoned_stream_seconds: float = 5.0  # a stream's upstream read on after its client left, for the usage
 
     @classmethod
     def from_settings(cls, settings: Any) -> Options:
@@ -98,6 +101,9 @@ class Options:
             telemetry_per_minute=settings.GATEWAY_TELEMETRY_PER_MINUTE,
             otlp_forward_url=settings.GATEWAY_OTLP_FORWARD_URL,
             otlp_forward_headers=settings.GATEWAY_OTLP_FORWARD_HEADERS,
+            compaction_item_days=settings.GATEWAY_COMPACTION_ITEM_DAYS,
+            max_sockets_per_key=settings.GATEWAY_MAX_SOCKETS_PER_KEY,
+            abandoned_stream_seconds=settings.GATEWAY_ABANDONED_STREAM_SECONDS,
         )
 
     def replace(self, **changes: Any) -> Options:

@@ -137,8 +137,11 @@ GATEWAY_MAX_HEAD_BYTES = env.int("GATEWAY_MAX_HEAD_BYTES", default=64 * 1024)
 GATEWAY_HEAD_TIMEOUT = env.float("GATEWAY_HEAD_TIMEOUT", default=30.0)
 GATEWAY_KEEPALIVE_SECONDS = env.float("GATEWAY_KEEPALIVE_SECONDS", default=10.0)
 GATEWAY_MAX_ATTEMPTS = env.int("GATEWAY_MAX_ATTEMPTS", default=10)
-# Secrets at rest (upstream keys) are encrypted with this; derived from SECRET_KEY when unset.
+# What the gateway keeps at rest (upstream keys, stored answers, logged bodies: the atrest package) is
+# encrypted with this; SECRET_KEY when unset. While rotating, the earlier values (comma-separated) are
+# still read: run manage.py reencrypt, then drop them.
 GATEWAY_ENCRYPTION_KEY = env("GATEWAY_ENCRYPTION_KEY", default="")
+GATEWAY_ENCRYPTION_OLD_KEYS = env.list("GATEWAY_ENCRYPTION_OLD_KEYS", default=[])
 
 LOGGING = {
     "version": 1,
@@ -225,6 +228,13 @@ GATEWAY_TELEMETRY_PER_MINUTE = env.int("GATEWAY_TELEMETRY_PER_MINUTE", default=1
 GATEWAY_TELEMETRY_RETENTION_DAYS = env.int("GATEWAY_TELEMETRY_RETENTION_DAYS", default=30)
 GATEWAY_OTLP_FORWARD_URL = env("GATEWAY_OTLP_FORWARD_URL", default="")
 GATEWAY_OTLP_FORWARD_HEADERS = env("GATEWAY_OTLP_FORWARD_HEADERS", default="")
+# When a client leaves a stream, the upstream is read on (nothing written) for at most this many seconds
+# for the usage it reports at its end; what never comes is estimated (gateway.exchange.dispatch). 0: not.
+GATEWAY_ABANDONED_STREAM_SECONDS = env.float("GATEWAY_ABANDONED_STREAM_SECONDS", default=5.0)
+# Responses websockets one client key may hold open at once, across processes with Redis (0: no cap).
+GATEWAY_MAX_SOCKETS_PER_KEY = env.int("GATEWAY_MAX_SOCKETS_PER_KEY", default=32)
+# A compaction item the gateway sealed (gateway.endpoints.sealing) opens for this many days (0: for ever).
+GATEWAY_COMPACTION_ITEM_DAYS = env.float("GATEWAY_COMPACTION_ITEM_DAYS", default=GATEWAY_RESPONSES_RETENTION_DAYS)
 WHITENOISE_USE_FINDERS = True  # admin and dashboard assets are served even before collectstatic
 
 # Developers signing in (Claude Code's gateway protocol, the signin app; README "Developer sign-in").

@@ -19,6 +19,9 @@ key contains           answer
 ``fail-403-cost``      403 "... estimated cost exceeds the limit for this request"
 ``fail-403-tokens``    403 "... insufficient tokens ..."
 ``fail-500``           500 server error
+``fail-400-echo-key``  400 whose message echoes the key it was sent, JSON-escaped
+                       (``\\/`` for ``/``, every second character ``\\uXXXX``): an
+                       upstream that repeats the credential in its error
 ``fail-stream-error``  streaming: 200, the start events, then the protocol's
                        in-stream rate-limit error (Anthropic ``rate_limit_error``, Chat an
                        ``error`` chunk, Responses ``response.failed`` with code
@@ -200,9 +203,21 @@ FAULTS: list[tuple[str, Fault]] = [
                             "account settings.", "invalid_api_key")),
     ("fail-402", Fault(402, "Insufficient balance: your account has run out of credits. Please "
                             "add funds to continue (payment required).", "insufficient_balance")),
+    ("fail-400-echo-key", Fault(400, "The key ECHO_KEY may not use this model.", "invalid_request")),
     ("fail-500", Fault(500, "The server had an error while processing your request. Sorry about "
                             "that!", "server_error")),
 ]
+
+ECHO_KEY = "ECHO_KEY"  # in a fault's message: the key the request carried, as ``escaped_key`` spells it
+
+
+def escaped_key(key: str) -> bytes:
+    """``key`` as a JSON string's content, escaped as some encoders do and the rest as one may:
+    ``/`` as ``\\/``, every second character as ``\\uXXXX``."""
+
+    return "".join("\\/" if c == "/" else f"\\u{ord(c):04x}" if i % 2 else c
+                   for i, c in enumerate(key)).encode()
+
 
 MISSING_KEY = Fault(401, "Missing API key: send it as 'Authorization: Bearer <key>' or "
                          "'x-api-key: <key>'.", "missing_api_key")

@@ -157,7 +157,7 @@ async def _serve(request: web.Request, proto: ProtocolModule) -> web.StreamRespo
         return await replay.answer(request, scripted)
     fault = state.fault_for(key)
     if fault is not None and not fault.in_stream:
-        return _fault_response(proto, fault)
+        return _fault_response(proto, fault, key)
     if body is _INVALID:
         return _json(400, proto.render_error(400, "Could not parse the request body as JSON.",
                                              "invalid_request_error"))
@@ -174,10 +174,11 @@ async def _serve(request: web.Request, proto: ProtocolModule) -> web.StreamRespo
     if (limited := ratelimits.admit(request, key, proto, scenarios.estimate_input_tokens(req))) is not None:
         return limited
     if (elsewhere := minted.refusal(proto.NAME, body, key)) is not None:
-        return _fault_response(proto, Fault(400, elsewhere.message, elsewhere.code), "invalid_request_error")
+        return _fault_response(proto, Fault(400, elsewhere.message, elsewhere.code),
+                               error_type="invalid_request_error")
     stream = isinstance(body, dict) and body.get("stream") is True
     if fault is not None and not stream:
-        return _fault_response(proto, fault)
+        return _fault_response(proto, fault, key)
     if fault is not None:
         plan = scenarios.stream_error_plan(req, proto.NAME, fault)
     else:
@@ -320,12 +321,13 @@ def _recorded_headers(request: web.Request) -> dict[str, str]:
     return headers
 
 
-def _fault_response(proto: ProtocolModule, fault: Fault, error_type: str | None = None) -> web.Response:
+def _fault_response(proto: ProtocolModule, fault: Fault, key: str = "", error_type: str | None = None) -> web.Response:
     body = proto.render_error(fault.status, fault.message, error_type)
     err = body.get("error")
     if fault.code and isinstance(err, dict) and "code" in err:
         err["code"] = fault.code  # OpenAI-style envelopes carry a machine-readable code
-    return _json(fault.status, body, fault.headers)
+    raw = orjson.dumps(body).replace(scenarios.ECHO_KEY.encode(), scenarios.escaped_key(key))
+    return web.Response(status=fault.status, body=raw, content_type="application/json", headers=fault.headers)
 
 
 def _json(status: int, obj: Any, headers: dict[str, str] | None = None) -> web.Response:
@@ -374,7 +376,7 @@ async def _received(request: web.Request, proto: Any) -> tuple[Any, web.Response
     key = _api_key(request)
     _record(request.app[STATE], request, raw, body, key)
     fault = scenarios.MISSING_KEY if key is None else request.app[STATE].fault_for(key)
-    return body, (_fault_response(proto, fault) if fault is not None else None)
+    return body, (_fault_response(proto, fault, key or "") if fault is not None else None)
 
 
 async def _count_tokens(request: web.Request) -> web.Response:

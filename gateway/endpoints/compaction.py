@@ -28,7 +28,7 @@ from translation.protocol import EncodeContext
 from ..edge.responses import ApiResponse, EventStream, events_of, json_response
 from ..errors import InvalidRequest, UpstreamFailed
 from ..exchange.dispatch import Exchange, dispatch
-from .sealing import Sealer
+from .sealing import Refusal, Sealer
 
 if TYPE_CHECKING:
     from ..app import Gateway
@@ -98,9 +98,28 @@ def wants_compaction(body: dict[str, Any]) -> bool:
     return isinstance(items, list) and bool(items) and _is(items[-1], TRIGGER)
 
 
-def expand(body: dict[str, Any], sealer: Sealer) -> dict[str, Any] | None:
+def _refused(i: int, why: Refusal) -> InvalidRequest:
+    param = f"input[{i}].encrypted_content"
+    if why is Refusal.NOT_OURS:
+        return InvalidRequest(
+            f"input[{i}] is a compaction item this gateway did not make (or one that was altered): "
+            "its content can only be read by the service that compacted the conversation, and this "
+            "model is not served by it. Continue the conversation without it, or on that model", param=param)
+    if why is Refusal.OTHER_KEY:
+        return InvalidRequest(f"input[{i}] is a compaction item made for another API key: only the key that "
+                              "compacted the conversation can continue from it", param=param)
+    if why is Refusal.EXPIRED:
+        return InvalidRequest(f"input[{i}] is a compaction item that has expired: compact the conversation "
+                              "again, or continue it without the item", param=param)
+    return InvalidRequest(f"input[{i}] is a compaction item from an earlier version of this gateway, which "
+                          "can no longer be opened: compact the conversation again, or continue it without "
+                          "the item", param=param)
+
+
+def expand(body: dict[str, Any], sealer: Sealer, key_id: int) -> dict[str, Any] | None:
     """``body`` with each compaction item in ``input`` opened into the summary it seals, as a user
-    message in its place; None when there is none. For an upstream that is not a Responses one."""
+    message in its place; None when there is none. For an upstream that is not a Responses one.
+    An item that does not open for ``key_id`` (the client key of the request) is a 400."""
 
     items = body.get("input")
     if not isinstance(items, list) or not any(_is(item, ITEM) for item in items):
@@ -110,21 +129,17 @@ def expand(body: dict[str, Any], sealer: Sealer) -> dict[str, Any] | None:
         if not _is(item, ITEM):
             out.append(item)
             continue
-        summary = sealer.open(item.get("encrypted_content"))
-        if summary is None:
-            raise InvalidRequest(
-                f"input[{i}] is a compaction item this gateway did not make (or one that was altered): "
-                "its content can only be read by the service that compacted the conversation, and this "
-                "model is not served by it. Continue the conversation without it, or on that model",
-                param=f"input[{i}].encrypted_content")
-        out.append(_user_message(SUMMARY_INTRO + summary))
+        opened = sealer.open(item.get("encrypted_content"), key_id)
+        if opened.summary is None:
+            raise _refused(i, opened.refusal or Refusal.NOT_OURS)
+        out.append(_user_message(SUMMARY_INTRO + opened.summary))
     return {**body, "input": out}
 
 
-def summary_request(body: dict[str, Any], sealer: Sealer) -> dict[str, Any]:
+def summary_request(body: dict[str, Any], sealer: Sealer, key_id: int) -> dict[str, Any]:
     """The Responses body that asks the model for the summary of ``body``'s conversation."""
 
-    source = expand(body, sealer) or body
+    source = expand(body, sealer, key_id) or body
     history = [item for item in _items(source) if not _is(item, TRIGGER)]
     out = {key: source[key] for key in _KEPT if key in source}
     out.update(input=[*history, _user_message(SUMMARY_PROMPT)], stream=False, store=False)
@@ -144,7 +159,7 @@ async def summarise(gw: Gateway, ex: Exchange, parse: Any,
     """
 
     original, request, keep = ex.body, ex.request, ex.keep
-    ex.body = summary_request(history, gw.sealer)
+    ex.body = summary_request(history, gw.sealer, ex.key.id)
     ex.request, ex.keep = parse(ex.client, ex.body), False
     answer = await dispatch(gw, ex)
     ex.body, ex.request, ex.keep = original, request, keep
@@ -153,7 +168,7 @@ async def summarise(gw: Gateway, ex: Exchange, parse: Any,
     summary = "\n\n".join(block.text for block in resp.blocks if block.kind == "text" and block.text).strip()
     if not summary:
         raise UpstreamFailed(502, "The upstream model answered the compaction request without a summary")
-    item = {"type": ITEM, "id": new_id("cmp_"), "encrypted_content": gw.sealer.seal(summary)}
+    item = {"type": ITEM, "id": new_id("cmp_"), "encrypted_content": gw.sealer.seal(summary, ex.key.id)}
     return item, resp.usage
 
 

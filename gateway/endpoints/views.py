@@ -31,12 +31,13 @@ from ..errors import (
     InvalidRequest,
     ModelNotFound,
     NestingTooDeep,
+    PayloadTooLarge,
     status_of,
     unavailable,
 )
 from ..exchange import conversation
 from ..exchange.dispatch import Exchange, dispatch
-from ..exchange.routing import check_allowed, may_use, resolve, shown
+from ..exchange.routing import Route, check_allowed, may_use, resolve, shown
 from ..exchange.session import session_of
 from ..limits import request_estimate
 from ..limits.standing import answer_headers
@@ -62,19 +63,28 @@ def json_object(raw: bytes | str, what: str) -> dict[str, Any]:
     return body
 
 
+def check_nesting(raw: bytes | str, body: Any) -> None:
+    """A 400 for ``body`` (read from ``raw``) nested too deeply to be written out again.
+
+    orjson reads 1024 levels of nesting but writes only 254, and fields the upstream never sees are
+    still echoed into answers (a Responses text.format schema): too deep, it broke the answer midway.
+    Only a body with more brackets than that can be too deep, so nearly every body costs a count.
+    """
+
+    brackets = raw.count(b"[") + raw.count(b"{") if isinstance(raw, bytes) else raw.count("[") + raw.count("{")
+    if brackets > 254:
+        try:
+            sse.dumps(body)
+        except TypeError as exc:
+            raise NestingTooDeep from exc
+
+
 def parse_body(request: ApiRequest) -> Any:
     raw = request.body
     if not raw.strip():
         raise InvalidRequest("The request body is empty; send a JSON object")
     body = json_object(raw, "request body")
-    # orjson reads 1024 levels of nesting but writes only 254, and fields the upstream never sees are
-    # still echoed into answers (a Responses text.format schema): too deep, it broke the answer midway.
-    # Only a body with more brackets than that can be too deep, so nearly every body costs a count.
-    if raw.count(b"[") + raw.count(b"{") > 254:
-        try:
-            sse.dumps(body)
-        except TypeError as exc:
-            raise NestingTooDeep from exc
+    check_nesting(raw, body)
     return body
 
 
@@ -102,13 +112,47 @@ def _log_rejected(gw: Gateway, proto: ProtocolModule, key: KeyInfo | None, body:
 
 
 Serve = Callable[[Gateway, Exchange], Awaitable[ApiResponse]]
+# What a serve function sends upstream for a body (the conversation it continues written out), when that
+# is not the body itself: compaction's summary request. Limits and budgets count this, not the client's.
+Outgoing = Callable[[Gateway, KeyInfo, Route, dict[str, Any]], dict[str, Any]]
+
+
+def sent_upstream(gw: Gateway, body: dict[str, Any], body_bytes: int, written: dict[str, Any],
+                  outgoing: dict[str, Any]) -> int:
+    """The size of what goes upstream for ``body`` (``body_bytes`` as the client sent it): ``written``,
+    the body with the conversation it continues written out, or ``outgoing`` made of it. Past the
+    request body's limit it is refused as the body itself would have been (a follow-up of a few bytes
+    could otherwise send the upstream many times the limit)."""
+
+    if outgoing is body:
+        return body_bytes
+    try:
+        size = len(sse.dumps(outgoing))
+    except TypeError as exc:
+        raise NestingTooDeep from exc
+    limit = gw.options.max_body_bytes
+    if size > limit:
+        more = "with the conversation it continues written out" if written is not body else "as sent upstream"
+        raise assembled_too_large(limit, more, size)
+    return size
+
+
+def assembled_too_large(limit: int, how: str, size: int) -> PayloadTooLarge:
+    """The body limit's 413 (``gateway.edge.bodylimit``'s words) for a request assembled by the gateway."""
+
+    return PayloadTooLarge(f"The request body exceeds the limit of {limit} bytes {how} ({size} bytes)")
 
 
 async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_api_key: bool,
-                   stateful: bool = False, serve: Serve = dispatch,
+                   stateful: bool = False, serve: Serve = dispatch, outgoing: Outgoing | None = None,
                    readable: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> ApiResponse:
     """``stateful``: the protocol keeps conversations (Responses: ``previous_response_id``, ``store``);
-    ``readable``: the body as the request parser is to read it (the client's own is what is forwarded)."""
+    ``readable``: the body as the request parser is to read it (the client's own is what is forwarded).
+
+    The request's limits and budgets count what goes upstream: the client's body with the conversation
+    it continues written out (a ``previous_response_id`` of a few bytes may stand for megabytes), or
+    what ``outgoing`` makes of that.
+    """
 
     proto = registry.get(proto_name)
     key: KeyInfo | None = None
@@ -127,20 +171,25 @@ async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_ap
         route = resolve(ireq.model, snap)
         if proto.NAME == "anthropic":
             messages_fields.refuse_what_the_upstream_cannot_take(body, route)
+        written = body
         if previous is not None:  # the conversation as the routed provider may be sent it
-            ireq = parse_request(proto, previous.expanded(body, route.provider.id))
+            written = previous.expanded(body, route.provider.id)
+            ireq = parse_request(proto, written)
+        upstream = outgoing(gw, key, route, written) if outgoing is not None else written
+        upstream_bytes = sent_upstream(gw, body, len(request.body), written, upstream)
         ex = Exchange(new_id("req_"), proto, key, body, ireq, route, request.headers,
                       request.query, previous, stateful and conversation.keeps(body),
                       session=session_of(proto.NAME, request.headers, body, key.id,
-                                         previous.entries[0].response_id if previous is not None else None),
-                      body_bytes=len(request.body))
+                                         previous.entries[0].response_id if previous is not None else None))
+        ex.sent = (upstream, upstream_bytes)
         prices = route.provider.prices
         ex.record.transport = request.transport
         if proto.NAME == "anthropic":
             ex.record.billing_group = messages_fields.billing_group(body, gw.options.billing_group_tag)
-        ex.hold = await gw.limits.admit(key, ex.request_id, request_estimate(
-            proto.NAME, body, ireq, len(request.body), gw.options.reserve_output_tokens, prices,
-            route.upstream_model), prices)
+        estimate = request_estimate(
+            proto.NAME, upstream, ireq if upstream is written else parse_request(proto, upstream), upstream_bytes,
+            gw.options.reserve_output_tokens, prices, route.upstream_model)
+        ex.hold = await gw.limits.admit(key, ex.request_id, estimate, prices)
         ex.record.request_body = gw.log.keep_body(request.body)
         standings = ex.hold.standings
         response = await serve(gw, ex)
@@ -187,12 +236,26 @@ async def messages(gw: Gateway, request: ApiRequest) -> ApiResponse:
 
 async def responses(gw: Gateway, request: ApiRequest) -> ApiResponse:
     return await api_call(gw, request, "responses", allow_x_api_key=False, stateful=True,
-                          serve=_serve_responses)
+                          serve=_serve_responses, outgoing=_responses_outgoing)
 
 
 async def responses_compact(gw: Gateway, request: ApiRequest) -> ApiResponse:
     return await api_call(gw, request, "responses", allow_x_api_key=False, stateful=True, serve=_serve_compact,
-                          readable=compaction.by_reference)
+                          outgoing=_compact_outgoing, readable=compaction.by_reference)
+
+
+def _gateway_compacts(route: Route) -> bool:
+    return route.provider.protocol != "responses"  # a Responses upstream compacts for itself
+
+
+def _responses_outgoing(gw: Gateway, key: KeyInfo, route: Route, written: dict[str, Any]) -> dict[str, Any]:
+    if _gateway_compacts(route) and compaction.wants_compaction(written):
+        return compaction.summary_request(written, gw.sealer, key.id)
+    return written
+
+
+def _compact_outgoing(gw: Gateway, key: KeyInfo, route: Route, written: dict[str, Any]) -> dict[str, Any]:
+    return compaction.summary_request(written, gw.sealer, key.id) if _gateway_compacts(route) else written
 
 
 def _written_out(ex: Exchange) -> dict[str, Any]:
@@ -211,7 +274,7 @@ async def _serve_responses(gw: Gateway, ex: Exchange) -> ApiResponse:
     if compaction.wants_compaction(ex.body):
         item, usage = await compaction.summarise(gw, ex, parse_request, _written_out(ex))
         return compaction.trigger_answer(ex, item, usage)
-    expanded = compaction.expand(_written_out(ex), gw.sealer)
+    expanded = compaction.expand(_written_out(ex), gw.sealer, ex.key.id)
     if expanded is not None:
         ex.request = parse_request(ex.client, expanded)
     return await dispatch(gw, ex)

@@ -15,6 +15,15 @@ items), so chaining works on any upstream and with ``store: false``. A ``previou
 the socket does not know goes to the view as it came. ``generate: false`` (Codex's warm-up)
 answers at once with an empty completed response, whose id the next turn continues; no upstream
 is called. docs/websocket.md describes the protocol.
+
+The HTTP path's limits hold here too. A message is a request body: past ``GATEWAY_MAX_BODY_BYTES``,
+or nested too deeply, it is refused as over HTTP. So is a continuation whose assembled request (the
+conversation written out, then the new items) would pass the body limit: an ``error`` frame with the
+413 in the body limit's words, nothing sent upstream, and the socket forgets that conversation (every
+later continuation of it would only be larger). The size is known without writing the request out:
+the chain keeps what its input and output weigh as JSON. A client key holds at most
+``GATEWAY_MAX_SOCKETS_PER_KEY`` sockets open at once (shared with Redis, as concurrency slots are);
+one more is accepted only to be told why, and closed with 4429.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from accounts.db import DatabaseUnavailable
@@ -39,10 +49,11 @@ from ..edge.request import ApiRequest
 from ..edge.responses import ApiResponse, EventStream
 from ..errors import GatewayError, InvalidRequest, headers_of, render, status_of, unavailable
 from .auth import authenticate
-from .views import json_object
+from .views import assembled_too_large, check_nesting, json_object
 
 if TYPE_CHECKING:
     from ..app import Gateway
+    from ..limits import Hold
     from ..edge.routes import Route, View
 
 log = logging.getLogger(__name__)
@@ -71,13 +82,21 @@ class Chain:
     response_id: str
     input: list[Any]  # the whole input its request had
     output: list[Any]  # its output items
+    size: int = 0  # bytes of input and output as JSON, give or take the brackets between them
+
+    def continues(self, body: dict[str, Any]) -> bool:
+        return body.get("previous_response_id") == self.response_id
 
     def continued(self, body: dict[str, Any]) -> dict[str, Any]:
-        if body.get("previous_response_id") != self.response_id:
+        if not self.continues(body):
             return body
         body = {k: v for k, v in body.items() if k != "previous_response_id"}
         body["input"] = [*self.input, *self.output, *input_items(body.get("input"))]
         return body
+
+
+def json_size(value: Any) -> int:
+    return len(orjson.dumps(value))
 
 
 def input_items(value: Any) -> list[Any]:
@@ -133,11 +152,15 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         self.view = view
         self.chain: Chain | None = None
         self.turn: asyncio.Task[None] | None = None
+        self.held: Hold | None = None  # the key's socket slot, given back when the socket closes
 
     async def connect(self) -> None:
         try:
             snap = await self.gateway.config.get()
-            await authenticate(turn_request(self.scope, b""), snap, False, self.gateway.config)
+            key = await authenticate(turn_request(self.scope, b""), snap, False, self.gateway.config)
+            cap = self.gateway.options.max_sockets_per_key
+            if cap:
+                self.held = await self.gateway.limits.open_socket(key, new_id("ws_"), cap)
         except (GatewayError, DatabaseUnavailable) as exc:
             err = exc if isinstance(exc, GatewayError) else unavailable(exc)
             # Accepted to say why: a refused handshake reaches most clients as a bare 403.
@@ -160,9 +183,12 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             await self.send(text_data=error_frame(InvalidRequest(
                 "A response is already in progress on this socket; send the next response.create after it ends")))
             return
-        self.turn = asyncio.create_task(self._turn(message))
+        self.turn = asyncio.create_task(self._turn(message, len(raw)))
 
     async def disconnect(self, code: int) -> None:
+        held, self.held = self.held, None
+        if held is not None:
+            held.settle()
         turn = self.turn
         if turn is not None and not turn.done():
             turn.cancel()  # the client left: the upstream request goes too, and the row says 499
@@ -175,6 +201,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         if len(raw) > self.gateway.options.max_body_bytes:
             raise InvalidRequest(f"The message exceeds {self.gateway.options.max_body_bytes} bytes")
         message = json_object(raw, "message")
+        check_nesting(raw, message)  # as a request body is: a 400, not a failure when it is written out
         kind = message.get("type")
         if kind == "response.processed":  # Codex's acknowledgement of a finished turn: nothing to do
             return None
@@ -185,14 +212,31 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         body["stream"] = True  # a socket's answer is always the event stream
         return body
 
-    async def _turn(self, body: dict[str, Any]) -> None:
+    async def _turn(self, body: dict[str, Any], size: int) -> None:
+        """``size``: the message's length (its characters: bytes are checked once it is written out)."""
+
         try:
             if body.get("generate") is False:
                 return await self._warm_up(body)
-            if self.chain is not None:
-                body = self.chain.continued(body)
-            response = await self.view(self.gateway, turn_request(self.scope, sse.dumps(body).encode()))
-            await self._answer(response, body)
+            chain = self.chain
+            if chain is not None and chain.continues(body):
+                limit = self.gateway.options.max_body_bytes
+                if chain.size + size > limit:
+                    self.chain = None  # every later continuation of it would be larger still
+                    await self.send(text_data=error_frame(assembled_too_large(
+                        limit, "with the conversation it continues written out", chain.size + size)))
+                    return
+                body = chain.continued(body)
+            raw = orjson.dumps(body)
+            if len(raw) > self.gateway.options.max_body_bytes:  # the estimate counted characters, not bytes
+                self.chain = None
+                await self.send(text_data=error_frame(assembled_too_large(
+                    self.gateway.options.max_body_bytes, "as this socket assembled it", len(raw))))
+                return
+            # What its input weighs: the body less the rest of its fields (a few KB of tools and instructions).
+            input_bytes = len(raw) - json_size({k: v for k, v in body.items() if k != "input"})
+            response = await self.view(self.gateway, turn_request(self.scope, raw))
+            await self._answer(response, body, input_bytes)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -205,11 +249,12 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         ctx = EncodeContext(model=model if isinstance(model, str) else "", body=body)
         response = response_object(ctx, new_id("resp_"), "completed", [],
                                    usage={"input_tokens": 0, "output_tokens": 0, "total_tokens": 0})
-        self.chain = Chain(response["id"], input_items(body.get("input")), [])
+        items = input_items(body.get("input"))
+        self.chain = Chain(response["id"], items, [], json_size(items))
         for kind in ("response.created", "response.completed"):
             await self.send(text_data=sse.dumps({"type": kind, "response": response}))
 
-    async def _answer(self, response: ApiResponse, body: dict[str, Any]) -> None:
+    async def _answer(self, response: ApiResponse, body: dict[str, Any], input_bytes: int) -> None:
         if not isinstance(response, EventStream):
             content = response.body
             if response.status >= 400:
@@ -226,16 +271,16 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             async for part in parts:
                 try:
                     for event in parser.feed(bytes(part)):
-                        await self._event(event, body)
+                        await self._event(event, body, input_bytes)
                 except (_Gone, asyncio.CancelledError):
                     # The client left while a frame was going out, not while the stream waited on the
                     # upstream: the stream hears it as it would have there (the upstream request goes,
                     # the row says the client left), not as a plain close.
                     await parts.athrow(asyncio.CancelledError())
         for event in parser.finish():
-            await self._event(event, body)
+            await self._event(event, body, input_bytes)
 
-    async def _event(self, event: SSEEvent, body: dict[str, Any]) -> None:
+    async def _event(self, event: SSEEvent, body: dict[str, Any], input_bytes: int) -> None:
         data = event.data
         if not data or data == "[DONE]":
             return
@@ -247,7 +292,8 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             completed = sse.loads(data).get("response") or {}
             output = completed.get("output")
             if isinstance(completed.get("id"), str) and isinstance(output, list):
-                self.chain = Chain(completed["id"], input_items(body.get("input")), output)
+                self.chain = Chain(completed["id"], input_items(body.get("input")), output,
+                                   input_bytes + json_size(output))
 
     async def _send_quietly(self, text: str) -> None:
         try:

@@ -17,6 +17,7 @@ client's protocol (the encoder's error ending).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import email.utils
 import functools
@@ -53,16 +54,26 @@ from ..errors import (
 from ..limits import Hold
 from ..limits.estimate import input_tokens_of
 from ..log.record import Attempt, LogRecord
-from ..log.streamlog import SpelledText, kept_stream
+from ..log.streamlog import SPELLED, SpelledText, kept_stream
 from ..log.writer import LogWriter
 from ..state import KeyInfo
 from . import conversation
 from .clientstream import ClientStream, Encoding, Forwarding
 from .forwarding import Forwarded, forwarded, passed_back
 from .neterrors import NetworkFailure, client_message, failure_kind, trace_text
-from .session import Session
-from .relay import TIMEOUT, Batch, Bounds, Decoding, Reader, Tapping, UpstreamStream, read_until_content
+from .relay import (
+    TIMEOUT,
+    Batch,
+    Bounds,
+    Decoding,
+    OpenStreams,
+    Reader,
+    Tapping,
+    UpstreamStream,
+    read_until_content,
+)
 from .routing import Route
+from .session import Session
 from .upstream import NETWORK_ERRORS, Headers, TooLarge, UpstreamResponse, UpstreamTarget
 
 if TYPE_CHECKING:
@@ -71,6 +82,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ERROR_BODY_LIMIT = 64 * 1024
+# What a stream whose client has left is read on for, at most, besides the time: a model writes far less
+# in the few seconds a drain lasts; an upstream that streams faster is not read on at will.
+DRAIN_BYTES = 1024 * 1024
 PING = b'event: ping\ndata: {"type": "ping"}\n\n'  # Anthropic's keepalive event, as its API sends it
 
 
@@ -96,13 +110,15 @@ class Exchange:
     record: LogRecord = field(init=False)
     # What the request holds against its key's limits; whoever ends the request settles it.
     hold: Hold | None = field(default=None, init=False)
-    # The conversation the request belongs to (gateway.exchange.session), the account that served it
-    # last, and the size of the client's body (the request's token estimate for the accounts' limits).
+    # The conversation the request belongs to (gateway.exchange.session) and the account that served it last.
     session: Session | None = None
     session_account: int | None = field(default=None, init=False)
-    body_bytes: int = 0
     # The account whose concurrency slot the request holds, given back when it ends (gateway.exchange.selection).
     release: Callable[[], None] | None = field(default=None, init=False)
+    # What goes upstream (the body with any conversation written out) and its size in bytes: what the
+    # input is estimated from, for the accounts' rate limits and when a stream ends before the upstream
+    # says what it used.
+    sent: tuple[dict[str, Any], int] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.record = LogRecord(
@@ -116,6 +132,10 @@ class Exchange:
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)
+
+    def input_estimate(self) -> int:
+        body, size = self.sent if self.sent is not None else (self.body, len(sse.dumps(self.body)))
+        return input_tokens_of(self.client.NAME, body, size)
 
     def settle(self) -> None:
         """The request has ended: its slot and reservations go back, charged with what its record shows."""
@@ -136,7 +156,7 @@ class Exchange:
     def need(self) -> Need:
         """What the request takes of an account's rate limits (asked only when some are known)."""
 
-        return Need(input_tokens=input_tokens_of(self.client.NAME, self.body, self.body_bytes))
+        return Need(input_tokens=self.input_estimate())
 
     @property
     def previous_account(self) -> int | None:
@@ -370,9 +390,9 @@ async def _open_stream(gw: Gateway, ex: Exchange, proto: ProtocolModule, respons
     client: ClientStream
     if ex.passthrough:
         tap = proto.stream_tap(model_rewrite(ex.route.upstream_model, ex.request.model), ex.request.model)
-        reader, client = Tapping(tap), Forwarding(tap)
+        reader, client = Tapping(tap, secret), Forwarding(tap)
     else:
-        reader = Decoding(proto.stream_decoder())
+        reader = Decoding(proto.stream_decoder(), secret)
         client = Encoding(ex.client.stream_encoder(EncodeContext(model=ex.request.model, request=ex.request,
                                                                  body=ex.body)))
     keepalive = gw.options.keepalive_seconds
@@ -398,7 +418,8 @@ async def _open_stream(gw: Gateway, ex: Exchange, proto: ProtocolModule, respons
         if shown is not None and upstream_id is not None:
             client.show_id(upstream_id, shown)
     ex.record.ttfb_ms = ex.elapsed_ms()
-    writer = _StreamWriter(ex, stream, client, keepalive, gw.log, gw.conversations)
+    writer = _StreamWriter(ex, stream, client, keepalive, gw.log, gw.conversations,
+                           gw.options.abandoned_stream_seconds, gw.streams)
     body = writer.body(first)
     # A body the server never starts iterating (the client left in between) runs no
     # finally: when it is collected, the upstream is still closed and the row still written.
@@ -407,11 +428,28 @@ async def _open_stream(gw: Gateway, ex: Exchange, proto: ProtocolModule, respons
 
 
 class _StreamWriter:
-    """Writes the stream for the client, with keepalives, idle timeout and a clean end."""
+    """Writes the stream for the client, with keepalives, idle timeout and a clean end.
+
+    A stream that ends before the upstream said what it used (the client left, the upstream broke
+    off) is still charged: the upstream generated what it sent. When the client leaves, the upstream
+    is read on, for at most ``drain`` seconds (and ``DRAIN_BYTES``) without writing anything, for the usage every
+    protocol reports at its end (the gateway asks a Chat stream for it); what never comes is
+    estimated: the input from what was sent (``gateway.limits.estimate``), the output from the
+    deltas read (one token each, or a quarter of their characters if more), and the row says so
+    (``usage_estimated``).
+    """
 
     def __init__(self, ex: Exchange, stream: UpstreamStream, client: ClientStream, keepalive: float,
-                 log_writer: LogWriter, stored: conversation.Conversations) -> None:
+                 log_writer: LogWriter, stored: conversation.Conversations, drain: float = 0.0,
+                 streams: OpenStreams | None = None) -> None:
         self.ex = ex
+        self.drain = drain
+        self.streams = streams
+        self.deltas = 0  # content deltas read from the upstream, and their characters
+        self.delta_chars = 0
+        self.finished = False  # the upstream said how the answer finished
+        self.gone = False  # the client left before the end
+        self.draining = False  # read on after the client left (_drain)
         self.stored = stored
         self.stream = stream
         self.client = client
@@ -436,10 +474,17 @@ class _StreamWriter:
         for event in events:
             if isinstance(event, ir.MessageStart):
                 self.upstream_id = self.upstream_id or event.id
+                if event.usage is not None:  # Anthropic's input, at the start: counted should the end not come
+                    self.tap.feed(event)
             elif isinstance(event, ir.BlockDelta):
+                if event.kind in SPELLED:
+                    self.deltas += 1
+                    self.delta_chars += len(event.text)
                 if self.spelled is not None:
                     self.spelled.feed(event)
             elif isinstance(event, (ir.Usage, ir.Finish, ir.Error)):
+                if isinstance(event, ir.Finish):
+                    self.finished = True
                 self.tap.feed(event)
                 if isinstance(event, ir.Error):
                     self.error_class = (ErrorClass.SHUTTING_DOWN if self.stream.aborted else
@@ -496,8 +541,9 @@ class _StreamWriter:
                 self._keep()
             if out:
                 yield out
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, GeneratorExit):
             self.error_class = self.error_class or ErrorClass.CLIENT_DISCONNECTED
+            self.gone = True
             raise
         except Exception:
             # The status line is out, so an escaping exception would leave the client waiting
@@ -508,6 +554,47 @@ class _StreamWriter:
                 yield self.client.fail(ir.Error("The gateway failed while streaming; it has been logged"))
             except Exception:  # noqa: BLE001 - the encoder itself is what failed: just end the body
                 pass
+        finally:
+            if not (self.gone and self.drain > 0 and not self._reported() and not stream.ended
+                    and self._drain_later()):
+                stream.close()
+                self._log()
+
+    def _reported(self) -> bool:
+        """Whether the upstream has said how the answer finished and what it used."""
+
+        return self.finished and self.tap.result().usage.output_tokens is not None
+
+    def _drain_later(self) -> bool:
+        """Read on in a task of its own; False when there is no loop to run it (then end now)."""
+
+        try:
+            task = asyncio.get_running_loop().create_task(self._drain())
+        except RuntimeError:
+            return False
+        self.draining = True  # the body is collected now: its finalizer must leave the stream to the drain
+        if self.streams is not None:
+            self.streams.keep(task)
+        return True
+
+    async def _drain(self) -> None:
+        """The client has left: read on (nothing is written) until the upstream reports its usage, the
+        stream ends, or ``drain`` seconds pass; then close the upstream and write the row."""
+
+        stream = self.stream
+        deadline = time.monotonic() + self.drain
+        left = DRAIN_BYTES
+        try:
+            while not self._reported() and left > 0:
+                wait = min(deadline - time.monotonic(), stream.idle_timeout - stream.idle_for())
+                if wait <= 0:
+                    break
+                item = await stream.next(wait)
+                if item is None:
+                    break
+                if item != TIMEOUT:
+                    left -= item.size
+                    self._note(item.events)
         finally:
             stream.close()
             self._log()
@@ -522,7 +609,7 @@ class _StreamWriter:
             conversation.keep(self.ex, self.client.final, self.upstream_id, self.stored)
 
     def abandon(self) -> None:
-        if not self.logged:
+        if not self.logged and not self.draining:
             self.stream.close()
             self.error_class = self.error_class or ErrorClass.CLIENT_DISCONNECTED
             self._log()
@@ -532,7 +619,11 @@ class _StreamWriter:
             return
         self.logged = True
         resp = self.tap.result()
-        _finish_record(self.ex, self.status, resp.usage, resp.finish)
+        usage = resp.usage
+        if not self._reported():
+            usage = _estimated(self.ex, usage, self.deltas, self.delta_chars)
+            self.ex.record.usage_estimated = True
+        _finish_record(self.ex, self.status, usage, resp.finish)
         if self.error_class:
             self.ex.record.error_class = self.error_class
         if self.sent is not None and self.spelled is not None:
@@ -543,6 +634,14 @@ class _StreamWriter:
             self.hold.settle(self.ex.record)
         if self.release is not None:
             self.release()
+
+
+def _estimated(ex: Exchange, usage: ir.Usage, deltas: int, chars: int) -> ir.Usage:
+    """What a stream that ended without the upstream's final usage is charged: what the upstream
+    reported so far (Anthropic's input, at the start), the rest estimated."""
+
+    output = max(usage.output_tokens or 0, deltas, chars // 4)
+    return dataclasses.replace(usage, input_tokens=usage.input_tokens or ex.input_estimate(), output_tokens=output)
 
 
 def _finish_record(ex: Exchange, status: int, usage: ir.Usage, finish: ir.Finish | None) -> None:

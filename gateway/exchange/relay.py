@@ -24,6 +24,7 @@ upstream's events are forwarded as they are.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 import weakref
@@ -31,6 +32,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from accounts.redact import without_secret
 from translation import ir
 from translation.passthrough import Tap
 from translation.sse import EventTooLarge, SSEEvent, SSEParser
@@ -71,18 +73,30 @@ class Reader(Protocol):
     def end(self, events: list[SSEEvent]) -> Batch: ...
 
 
+def _cleaned(events: list[ir.Event], secret: str) -> None:
+    """An error the upstream reported in its stream, without the account's key in its message (an upstream
+    may echo the key it was sent; the encoder would write the message out to the client)."""
+
+    for i, event in enumerate(events):
+        if type(event) is ir.Error and secret:
+            events[i] = dataclasses.replace(event, message=without_secret(event.message, secret))
+
+
 class Decoding:
-    """Translated: the decoder's IR events only."""
+    """Translated: the decoder's IR events only. ``secret``: the account's key, kept out of errors."""
 
-    __slots__ = ("_decoder",)
+    __slots__ = ("_decoder", "_secret")
 
-    def __init__(self, decoder: StreamDecoder) -> None:
+    def __init__(self, decoder: StreamDecoder, secret: str = "") -> None:
         self._decoder = decoder
+        self._secret = secret
 
     def read(self, events: list[SSEEvent]) -> Batch:
         out: list[ir.Event] = []
         for event in events:
             out.extend(self._decoder.feed(event))
+        if any(type(e) is ir.Error for e in out):
+            _cleaned(out, self._secret)
         return Batch(out)
 
     def end(self, events: list[SSEEvent]) -> Batch:
@@ -92,18 +106,23 @@ class Decoding:
 
 
 class Tapping:
-    """Passed through: the tap's IR events and the events' own bytes."""
+    """Passed through: the tap's IR events and the events' own bytes. ``secret``: the account's key,
+    taken out of an error event's bytes (in any JSON spelling) before they are forwarded."""
 
-    __slots__ = ("tap",)
+    __slots__ = ("tap", "_secret")
 
-    def __init__(self, tap: Tap) -> None:
+    def __init__(self, tap: Tap, secret: str = "") -> None:
         self.tap = tap
+        self._secret = secret
 
     def read(self, events: list[SSEEvent]) -> Batch:
         out: list[ir.Event] = []
         wire: list[bytes] = []
         for event in events:
             decoded, data = self.tap.feed(event)
+            if self._secret and any(type(e) is ir.Error for e in decoded):
+                _cleaned(decoded, self._secret)
+                data = without_secret(data.decode("utf-8", "replace"), self._secret).encode()
             out.extend(decoded)
             wire.append(data)
         return Batch(out, b"".join(wire))
@@ -119,9 +138,16 @@ class OpenStreams:
 
     def __init__(self) -> None:
         self._streams: weakref.WeakSet[UpstreamStream] = weakref.WeakSet()
+        self._drains: set[asyncio.Task[None]] = set()  # streams read on after their client left
 
     def add(self, stream: UpstreamStream) -> None:
         self._streams.add(stream)
+
+    def keep(self, task: asyncio.Task[None]) -> None:
+        """Hold ``task`` (reading a stream whose client left) until it ends."""
+
+        self._drains.add(task)
+        task.add_done_callback(self._drains.discard)
 
     def abort_all(self, message: str) -> None:
         for stream in list(self._streams):

@@ -41,7 +41,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import OverBudget, RateLimited, TooManyInFlight
+from ..errors import OverBudget, RateLimited, TooManyInFlight, TooManySockets
 from ..state import KeyInfo
 from .breaker import Breaker
 from .budgets import USD, Budget, BudgetsOf, LogUsage, UsdSpent, budgets_of
@@ -198,6 +198,19 @@ class Limits:
         now = self._clock()
         return [standing_of(budget, await self._look(key, budget, now), now)
                 for budget in self.budgets(key, None, self.usd_spent) if budget.unit == USD]
+    async def open_socket(self, key: KeyInfo, socket_id: str, cap: int) -> Hold:
+        """A slot among the key's open websockets (at most ``cap``), held until the socket closes
+        (settle the hold), or :class:`TooManySockets`. Shared like the concurrency slots."""
+
+        hold = Hold(self, socket_id)
+        scope = f"sockets:{key.id}:{key.name}"
+        store, granted = await self._on(lambda s: s.take(scope, socket_id, cap, self.lease))
+        if not granted.ok:
+            raise TooManySockets(f"This API key is limited to {cap} open websockets and has {granted.held} open; "
+                                 "close one before opening another", headers={"Retry-After": "1"})
+        hold.leases.append(Lease(store, scope, socket_id, None))
+        self._live.add(hold)
+        return hold
 
     async def _take_slot(self, hold: Hold, key: KeyInfo, cap: int) -> None:
         scope = f"conc:{key.id}:{key.name}"

@@ -6,8 +6,11 @@ or dispatch step carries a metric call. The label children of each (protocol, pr
 client key name) are looked up once and kept, so that counting a record is a handful of
 increments (measured below). Client keys appear by their name, never the key.
 
-A model name is a label only once the request was routed to a provider (an alias matched): an
-unrouted name is whatever a client sent, and every distinct one would be a new time series.
+Model labels come from a bounded set, the configuration's (:class:`ModelLabels`): a name that is an
+exact alias or in a provider's model list is its own label; any other routed name is labelled by the
+glob alias that routed it, ``<provider>/*`` for a ``provider/model`` name, or ``(other)``; an unrouted
+name is ``(unrouted)``. Whatever a client makes up, then, opens no series: 1,000 made-up names
+matching a glob alias once opened 47,000 series and grew a scrape from 535 KB to 11.6 MB.
 
 Several processes (``PROMETHEUS_MULTIPROC_DIR`` set) keep their values in that directory through
 prometheus_client's multi-process mode and a scrape of any process sums them all. Account
@@ -19,7 +22,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError
@@ -33,7 +37,7 @@ from .record import request_cost
 if TYPE_CHECKING:
     from accounts.outcomes import Verdict
 
-    from ..state import ProviderInfo
+    from ..state import AliasInfo, ProviderInfo
     from .record import LogRecord
 
 log = logging.getLogger(__name__)
@@ -44,6 +48,7 @@ log = logging.getLogger(__name__)
 
 LABELS = ("client_protocol", "provider", "model", "client_key")
 UNROUTED = "(unrouted)"  # the model label of a request no provider took (see the module's docstring)
+OTHER = "(other)"  # a routed name the configuration names nowhere (parenthesised: no model is called so)
 MAX_LABEL = 120
 # LLM answers take seconds to minutes; Prometheus's default buckets stop at 10 s.
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300)
@@ -66,8 +71,10 @@ class RequestMetrics:
     ``providers``: the configuration's providers by id as the app has them now (names and prices).
     """
 
-    def __init__(self, providers: Callable[[], Mapping[int, ProviderInfo]]) -> None:
+    def __init__(self, providers: Callable[[], Mapping[int, ProviderInfo]],
+                 aliases: Callable[[], Sequence[AliasInfo]] = tuple) -> None:
         self._providers = providers
+        self.model_label = ModelLabels(providers, aliases)
         # Our own registry, not prometheus_client's global one: a test builds as many apps as it likes.
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
@@ -92,7 +99,8 @@ class RequestMetrics:
     def observe(self, record: LogRecord) -> None:
         provider = self._providers().get(record.provider_id) if record.provider_id is not None else None
         labels = (record.client_protocol, provider.name if provider else "",
-                  record.model_requested[:MAX_LABEL] if provider else UNROUTED, record.client_key_name[:MAX_LABEL])
+                  self.model_label(record.model_requested) if provider else UNROUTED,
+                  record.client_key_name[:MAX_LABEL])
         c = self._children.get(labels)
         if c is None:
             c = self._children[labels] = _Children(self, labels)
@@ -177,6 +185,61 @@ class HeadroomCollector(Collector):
         yield remaining
         yield limit
         yield reset
+class ModelLabels:
+    """A routed request's model label, from the configuration (``providers``, ``aliases``: as the app has
+    them now): the name itself when an exact alias or a provider's model list names it; else the glob
+    alias that routes it (the highest priority, then the most specific, as routing chooses),
+    ``<provider>/*`` for a ``provider/model`` name, ``(other)`` for the rest.
+
+    The label of each name is kept (up to ``CACHE`` names, then forgotten at once), and everything is
+    worked out again when the configuration is re-read: a request costs a dictionary lookup.
+    """
+
+    CACHE = 4096
+
+    def __init__(self, providers: Callable[[], Mapping[int, ProviderInfo]],
+                 aliases: Callable[[], Sequence[AliasInfo]]) -> None:
+        self._providers = providers
+        self._aliases = aliases
+        self._of: tuple[object, object] | None = None  # the configuration the tables below were made from
+        self._names: frozenset[str] = frozenset()
+        self._globs: list[str] = []
+        self._served: dict[str, frozenset[str]] = {}  # provider name → its model list
+        self._labels: dict[str, str] = {}
+
+    def __call__(self, model: str) -> str:
+        providers, aliases = self._providers(), self._aliases()
+        if self._of is None or self._of[0] is not providers or self._of[1] is not aliases:
+            self._learn(providers, aliases)
+        label = self._labels.get(model)
+        if label is None:
+            if len(self._labels) >= self.CACHE:
+                self._labels = {}
+            label = self._labels[model] = self._label(model)[:MAX_LABEL]
+        return label
+
+    def _learn(self, providers: Mapping[int, ProviderInfo], aliases: Sequence[AliasInfo]) -> None:
+        self._of = (providers, aliases)
+        self._served = {p.name: frozenset(getattr(p, "served_models", ())) for p in providers.values()}
+        exact = {a.pattern for a in aliases if not a.is_glob}
+        self._names = frozenset(exact.union(*self._served.values()))
+        globs = [a for a in aliases if a.is_glob]
+        # As gateway.exchange.routing picks among globs: priority, then the most literal characters.
+        globs.sort(key=lambda a: (a.priority, len(a.pattern) - sum(a.pattern.count(c) for c in "*?")), reverse=True)
+        self._globs = [a.pattern for a in globs]
+        self._labels = {}
+
+    def _label(self, model: str) -> str:
+        if model in self._names:
+            return model
+        for pattern in self._globs:
+            if fnmatchcase(model, pattern):
+                return pattern
+        prefix, slash, rest = model.partition("/")
+        served = self._served.get(prefix) if slash else None
+        if served is not None:
+            return model if rest in served else f"{prefix}/*"
+        return OTHER
 
 
 class _Children:

@@ -52,6 +52,7 @@ class LogRecord:
     cache_write_tokens: int = 0  # written to the provider's prompt cache (Anthropic), every TTL
     cache_write_1h_tokens: int = 0  # of those, written for an hour (priced apart)
     reasoning_tokens: int = 0
+    usage_estimated: bool = False  # the tokens are the gateway's count: the upstream's never came
     finish_reason: str = ""
     # What the pick did with the request's session: kept, assigned, moved (and why), and its signal
     # (gateway.exchange.selection); "" without a session.

@@ -207,3 +207,30 @@ def test_redacting_a_16_kb_body_costs_a_fraction_of_a_millisecond(capsys: pytest
               f"building the set of 1,000 keys {build * 1e3:.1f} ms")
     # Generous bounds: a shared machine is noisy; the figures above are what to read.
     assert shapes < 0.002 and with_known < 0.0025
+
+
+KEY = "sk-proj-a1b2/c3d4+e5f6=g7h8"
+
+
+@pytest.mark.parametrize("spelled", [
+    KEY,
+    KEY.replace("/", "\\/"),  # PHP's and some Java encoders' escaped slash
+    "".join(f"\\u{ord(c):04x}" for c in KEY),  # every character escaped
+    "".join(f"\\u{ord(c):04X}" if i % 2 else c for i, c in enumerate(KEY)),  # some, in upper case
+    json.dumps(json.dumps(KEY.replace("/", "\\/"))[1:-1])[1:-1],  # JSON inside a JSON string: escapes escaped
+])
+def test_a_known_key_is_removed_however_json_spells_it(spelled: str) -> None:
+    from accounts.redact import without_secret
+
+    text = f'{{"error": {{"message": "The key {spelled} may not use this model."}}}}'
+    cleaned = without_secret(text, KEY)
+    assert cleaned == text.replace(spelled, MARK)
+    assert KEY not in json.dumps(json.loads(cleaned))
+    assert redact(text, [KEY], limit=10_000) == cleaned
+
+
+def test_escapes_that_spell_another_text_are_left_alone() -> None:
+    from accounts.redact import without_secret
+
+    text = '{"m": "sk\\u002dproj\\u002da1b2\\/c3d4 and C:\\\\path\\/to"}'  # the key's start only
+    assert without_secret(text, KEY) == text

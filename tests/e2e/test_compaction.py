@@ -77,7 +77,7 @@ def test_the_next_turn_reaches_a_chat_upstream_with_the_summary(pool: Any, gatew
     # What the upstream model wrote as the summary (the scripted upstream lists the user's messages).
     assert len(summary) == 1 and "teal" in summary[0] and "/srv/kettle" in summary[0]
     assert texts[-1] == "Which colour?"
-    assert not any("gwc1." in t for t in texts)
+    assert not any("gwc2." in t for t in texts)
 
 
 def test_a_compaction_item_the_gateway_did_not_seal_is_refused_for_a_chat_upstream(pool: Any, gateway: Server,
@@ -194,7 +194,7 @@ def test_compaction_and_previous_response_id_together_on_a_chat_upstream(pool: A
     texts = user_texts(bodies(mock_upstream, "/v1/chat/completions")[-1])
     assert texts[0] == "My favourite colour is teal; remember it."
     assert any(t.startswith("Summary of the conversation so far") and "Ada" in t for t in texts)
-    assert texts[-1] == "Which colour?" and not any("gwc1." in t for t in texts)
+    assert texts[-1] == "Which colour?" and not any("gwc2." in t for t in texts)
 
 
 def turns(gateway: Server, model: str) -> Any:

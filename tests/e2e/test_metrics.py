@@ -61,10 +61,12 @@ def test_metrics_answer_404_when_no_token_is_set(gateway: Server) -> None:
 def test_requests_are_counted_with_their_labels_tokens_cost_and_attempts(metered: Server,
                                                                          mock_upstream: Server) -> None:
     # The first account fails 401 (disabled, retried), the second answers.
-    load(pool_config(mock_upstream, {"openai_chat": ["sk-fail-401-metrics", "sk-good-metrics"]}, prices=PRICES))
+    served = f"mock-text-{uuid.uuid4().hex[:8]}"  # a name in the provider's list is a label of its own
+    load(pool_config(mock_upstream, {"openai_chat": ["sk-fail-401-metrics", "sk-good-metrics"]}, prices=PRICES,
+                     models=[served]))
     httpx.post(mock_upstream.url + "/_mock/reset")
     client = openai.OpenAI(base_url=metered.url + "/v1", api_key=CLIENT_KEY, max_retries=0)
-    model = f"up-openai_chat/mock-text-{uuid.uuid4().hex[:8]}"
+    model = f"up-openai_chat/{served}"
     before = scrape(metered)
 
     plain = client.chat.completions.create(model=model, messages=MSGS)
@@ -112,11 +114,12 @@ def test_several_processes_are_summed_in_multiprocess_mode(django_db_setup: Any,
 
     from tests.servers import database_url
 
-    load(pool_config(mock_upstream))
+    served = f"mock-text-{uuid.uuid4().hex[:8]}"
+    load(pool_config(mock_upstream, models=[served]))
     with django_db_blocker.unblock():
         url = database_url(connection.settings_dict)
     env = {"GATEWAY_METRICS_TOKEN": TOKEN, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
-    model = f"up-openai_chat/mock-text-{uuid.uuid4().hex[:8]}"
+    model = f"up-openai_chat/{served}"
     labels = {"client_protocol": "openai_chat", "provider": "up-openai_chat", "model": model, "client_key": "e2e"}
     with gateway_processes(url, 2, env) as (first, second):
         for server in (first, second, second):

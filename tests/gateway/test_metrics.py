@@ -18,7 +18,7 @@ LABELS = {"client_protocol": "openai_chat", "provider": "p", "model": "gpt-5-min
 
 
 def metrics() -> RequestMetrics:
-    providers: dict[int, Any] = {1: SimpleNamespace(name="p", prices=PRICES)}
+    providers: dict[int, Any] = {1: SimpleNamespace(name="p", prices=PRICES, served_models=("gpt-5-mini",))}
     return RequestMetrics(lambda: providers)
 
 
@@ -69,3 +69,30 @@ def test_a_failing_observer_costs_no_request_its_log_row(monkeypatch: pytest.Mon
     writer.submit(record("observed_1", provider, account, key))
     writer.flush()
     assert logged_rows("observed_").count() == 1
+
+
+def test_model_labels_come_from_the_configuration_never_from_what_a_client_made_up() -> None:
+    from gateway.log.metrics import ModelLabels
+    from gateway.state import AliasInfo
+
+    providers: dict[int, Any] = {1: SimpleNamespace(name="p", served_models=("gpt-5-mini",)),
+                                 2: SimpleNamespace(name="q", served_models=())}
+    aliases = [AliasInfo("fast", False, 1, "gpt-5-mini", 0), AliasInfo("gpt-*", True, 1, "*", 0),
+               AliasInfo("gpt-5-*", True, 1, "*", 0), AliasInfo("claude-*", True, 2, "*", 5)]
+    label = ModelLabels(lambda: providers, lambda: aliases)
+    assert [label(m) for m in ("fast", "gpt-5-mini", "gpt-5-nano", "gpt-4o", "claude-x", "p/gpt-5-mini", "p/made-up",
+                               "q/anything", "nowhere/x", "made-up")] == [
+        "fast", "gpt-5-mini", "gpt-5-*", "gpt-*", "claude-*", "p/gpt-5-mini", "p/*", "q/*", "(other)", "(other)"]
+    assert {label(f"gpt-{i}") for i in range(5_000)} | {label(f"gpt-5-{i}") for i in range(5_000)} == {"gpt-*", "gpt-5-*"}
+    assert len(label._labels) <= ModelLabels.CACHE  # what it remembers is bounded too
+    aliases = [AliasInfo("gpt-9", False, 1, "gpt-9", 0)]  # a new configuration is read afresh
+    assert label("gpt-9") == "gpt-9" and label("gpt-5-nano") == "(other)"
+
+
+def test_many_made_up_names_open_no_new_series() -> None:
+    m = metrics()
+    m.observe(a_record(model_requested="p/first-made-up"))
+    before = len(scraped(m))
+    for i in range(2_000):
+        m.observe(a_record(model_requested=f"p/made-up-{i}"))
+    assert len(scraped(m)) == before

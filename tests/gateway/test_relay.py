@@ -198,3 +198,23 @@ def test_silence_longer_than_the_keepalive_gets_comments_and_the_stream_still_co
     comments = [line for line in raw.split(b"\n") if line.startswith(b":")]
     assert len(comments) >= 2
     assert orjson.loads(raw.split(b"data: ", 2)[1].split(b"\n")[0])["choices"][0]["delta"]["role"] == "assistant"
+
+
+ACCOUNT_KEY = "sk-acct/1234567890"
+ECHO = '{"error":{"message":"key sk-acct\\/12345\\u0036\\u00378\\u0039\\u0030 is over its quota","type":"insufficient_quota"}}'
+
+
+def test_an_error_event_passed_through_mid_stream_loses_the_accounts_key_in_any_spelling() -> None:
+    from translation.sse import SSEEvent
+
+    batch = Tapping(CHAT.stream_tap(None, "m-1"), ACCOUNT_KEY).read([SSEEvent(data=ECHO)])
+    forwarded = orjson.loads(batch.wire.split(b"data: ", 1)[1].split(b"\n", 1)[0])
+    assert forwarded["error"]["message"] == "key [redacted] is over its quota"
+    assert "1234567" not in str(forwarded) and "1234567" not in str(batch.events)
+
+
+def test_an_error_event_translated_mid_stream_loses_the_accounts_key() -> None:
+    from translation.sse import SSEEvent
+
+    batch = Decoding(CHAT.stream_decoder(), ACCOUNT_KEY).read([SSEEvent(data=ECHO)])
+    assert errors(batch) and all("1234567" not in e.message and "[redacted]" in e.message for e in errors(batch))

@@ -52,7 +52,9 @@ class Pool:
 def soak_pool(mock_url: str, tag: str | None = None) -> Pool:
     tag = tag or uuid.uuid4().hex[:10]
     dead_url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens: connections are refused
-    timeouts = {"connect_timeout": 1.0, "first_byte_timeout": 2.0, "idle_timeout": 1.0}
+    # Affinity off: the soak meets every fault at a steady share because requests rotate over every
+    # account, faulty ones included; sessions that keep their account are soaked by the agents bench.
+    timeouts = {"connect_timeout": 1.0, "first_byte_timeout": 2.0, "idle_timeout": 1.0, "affinity": False}
     providers, secrets = [], []
     for proto in PROTOCOLS:
         accounts = []
