@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from accounts.models import ModelAlias, Provider, RequestLog
 from signin import managed
@@ -53,10 +55,13 @@ def signed_in(agent_pool: Any, gateway: Server, tmp_path: Path) -> dict[str, Any
     return {"user": user, "policy": policy, "home": home, "work": work}
 
 
-def logged_rows(count: int, timeout: float = 10.0) -> list[RequestLog]:
+def logged_rows(count: int, since: datetime, timeout: float = 10.0) -> list[RequestLog]:
+    """This run's rows: the gateway writes its log behind the answers, so a row of the test before
+    (which shares the server) may still arrive after that test's tables were emptied."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        rows = list(RequestLog.objects.select_related("user").order_by("created_at"))
+        rows = list(RequestLog.objects.select_related("user").filter(created_at__gte=since)
+                    .order_by("created_at"))
         if len(rows) >= count:
             return rows
         time.sleep(0.1)
@@ -73,6 +78,7 @@ def test_claude_code_signs_in_through_the_device_flow_and_runs_bash_with_its_bea
     assert stored["jwt"].startswith("gw-at-") and stored["idpRefreshToken"].startswith("gw-rt-")
     assert stored["revocationEndpoint"] == gateway.url + "/oauth/revoke"
 
+    started = timezone.now()
     run = agents.claude_code_signed_in(signed_in["home"], signed_in["work"], MODEL, marker.prompt)
     why = run.transcript()
     results = [e for e in run.events if e.get("type") == "result"]
@@ -88,7 +94,7 @@ def test_claude_code_signs_in_through_the_device_flow_and_runs_bash_with_its_bea
     # the hint headers the managed settings turned on: the checksum the CLI computed over the
     # settings it fetched is the one the gateway serves.
     policy = signed_in["policy"]
-    rows = logged_rows(2)
+    rows = logged_rows(2, started)
     assert [(r.user, r.surface, r.status) for r in rows] == [(signed_in["user"], "claude_code", 200)] * 2, why
     assert {r.cc_settings_checksum for r in rows} == {policy.checksum}, why
     assert {r.cc_request_class for r in rows} == {"main"} and all(r.cc_prompt_id for r in rows), why
@@ -109,10 +115,11 @@ def test_signing_out_revokes_and_a_revoked_bearer_stops_the_cli_at_once(
     # A machine that still holds the revoked credential (ops revoked it, say), with the client's own
     # retry policy on: it stops at once instead of retrying for minutes.
     credentials.write_text(kept)
+    started = timezone.now()
     run = agents.claude_code_signed_in(signed_in["home"], signed_in["work"], MODEL, "say hi",
                                        retries=True)
     why = run.transcript()
     assert run.returncode not in (0, None), why  # None: still retrying when killed
     assert "no longer accepts this session" in run.stderr + run.stdout, why
     assert received(mock_upstream) == [], why
-    assert not RequestLog.objects.filter(status=200).exists(), why
+    assert not RequestLog.objects.filter(status=200, created_at__gte=started).exists(), why
