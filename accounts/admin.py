@@ -425,6 +425,27 @@ def fixed_filter(field: str, title: str, options: list[tuple[str, str]],
     return Fixed
 
 
+class AttemptedAccountFilter(admin.SimpleListFilter):
+    """``?attempted_account=<id>``: every request the account was attempted in (answered, or failed
+    and gone on to another account), through ``RequestAttempt``'s (account, created_at) index. The
+    sidebar offers the account chosen only: 500 accounts are no list to pick from (the account's
+    admin and dashboard pages link here)."""
+
+    title = "account attempted"
+    parameter_name = "attempted_account"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        value = self.value() or ""
+        chosen = Account.objects.select_related("provider").filter(pk=int(value)).first() if value.isdigit() else None
+        return [(str(chosen.pk), str(chosen))] if chosen else []
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if not value:
+            return queryset
+        return queryset.filter(attempt_rows__account=int(value)) if value.isdigit() else queryset.none()
+
+
 def _status_class(value: str) -> Q:
     if value in ("2xx", "4xx", "5xx"):
         low = int(value[0]) * 100
@@ -460,6 +481,7 @@ class RequestLogAdmin(admin.ModelAdmin[RequestLog]):
         "stream",
         fixed_filter("transport", "transport", [("http", "HTTP"), ("websocket", "websocket")]),
         "usage_estimated",
+        AttemptedAccountFilter,
     ]
     # Exact matches only, each served by an index: a substring search reads the whole log.
     search_help_text = "A request id or a model name, exactly."

@@ -18,6 +18,7 @@ from decimal import Decimal, InvalidOperation
 
 from django.db import transaction
 
+from . import configversion
 from .models import Account, Provider
 
 MAX_ROWS = 10_000
@@ -129,6 +130,8 @@ def import_accounts(provider: Provider, rows: list[ImportRow], label_prefix: str
             changed[account.pk] = account
     Account.objects.bulk_create(new, batch_size=500)
     Account.objects.bulk_update(list(changed.values()), ["secret_encrypted", "key_hint", "balance"], batch_size=500)
+    if new or changed:
+        configversion.bump()  # bulk writes send no save signals
     return ImportResult(created=len(new), updated=len(changed), unchanged=len(matched - set(changed)))
 
 

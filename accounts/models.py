@@ -13,7 +13,7 @@ from django.utils import timezone
 from atrest import EncryptedTextField
 
 from . import secrets
-from .outcomes import ErrorClass
+from .outcomes import ErrorClass, Verdict
 from .pickorder import STRATEGIES, STRATEGY_NAMES
 from .rules import DEFAULT_RULES
 
@@ -248,6 +248,14 @@ class ModelAlias(models.Model):
         return f"{self.name} → {self.provider.name}:{self.upstream_model}"
 
 
+class ConfigVersion(models.Model):
+    """One row (id 1): bumped in the transaction of every change to what the gateways cache
+    (providers, accounts, client keys, aliases, teams), so that each process can tell cheaply
+    whether its copy is still current (``accounts.configversion``, ``gateway.state``)."""
+
+    version = models.BigIntegerField(default=0)
+
+
 class DisableEvent(models.Model):
     ENDED_BY = [("hand", "By hand"), ("cooldown", "End of cool-down"), ("probe", "Successful probe")]
 
@@ -395,3 +403,19 @@ class AdminAuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.target} by {self.actor}"
+class RequestAttempt(models.Model):
+    """One attempt of a logged request on one account, written by the request-log writer with the
+    request's row: what finds every request an account was tried in, the ones it failed and that
+    went on to another account too (``RequestLog.attempts`` holds the same trace as JSON, which no
+    index can search). ``created_at`` is the request's, so that an account's attempts come newest
+    first from the (account, created_at) index."""
+
+    request = models.ForeignKey(RequestLog, on_delete=models.CASCADE, related_name="attempt_rows")
+    account = models.ForeignKey(Account, null=True, on_delete=models.SET_NULL, db_index=False)
+    created_at = models.DateTimeField()
+    verdict = models.CharField(max_length=20, blank=True, default="", choices=Verdict.choices)
+    status = models.IntegerField(null=True, blank=True)  # the upstream's; None: no answer (a network failure)
+
+    class Meta:
+        indexes = [models.Index(fields=["account", "created_at"])]
+

@@ -69,6 +69,20 @@ class ErrorClass(models.TextChoices):
         return cls.UPSTREAM_ERROR
 
 
+# The gateway refused the client (its key, the model it may use, its limits and budgets, a request it
+# could not take): the client's to fix. The other errors are upstream failures (and the gateway's
+# own), what ops act on; the overview shows the two apart.
+CLIENT_REFUSALS = frozenset({
+    ErrorClass.INVALID_REQUEST, ErrorClass.AUTHENTICATION, ErrorClass.PERMISSION, ErrorClass.MODEL_NOT_FOUND,
+    ErrorClass.PAYLOAD_TOO_LARGE, ErrorClass.RATE_LIMITED, ErrorClass.BUDGET_EXCEEDED,
+    ErrorClass.CONCURRENCY_LIMITED,
+})
+
+
+def client_refusal(error_class: str) -> bool:
+    return error_class in CLIENT_REFUSALS
+
+
 def request_failed(status: int, error_class: str) -> bool:
     """Whether a request counts as an error: not a 2xx, or a stream that ended in an error."""
 

@@ -234,3 +234,9 @@ async def _connect() -> Any:
     conn = await psycopg.AsyncConnection.connect(**params, autocommit=True)
     await conn.execute("SET TIME ZONE 'UTC'")
     return conn
+
+
+async def own_connection() -> Any:
+    """A connection for a caller of its own (``gateway.configwatch``'s LISTEN), opened as the pool's are."""
+
+    return await _connect()

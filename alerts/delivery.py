@@ -4,8 +4,9 @@ Every process writes the alerts it noticed on the request path (a budget reached
 tick later (:meth:`AlertWorker.note` only appends to a list: a request never waits on the
 database or a webhook for an alert). The process holding the ``alerts`` lease (the pool-health
 lease's mechanism, ``gateway.background.lease``) sends what is due: each POST bounded by a timeout, a
-failure (no answer, not 2xx) tried again after a doubling wait, given up after
-:data:`MAX_ATTEMPTS`. A holder that stalls past its lease may send a delivery its successor
+failure (no answer, 5xx, 408, 429, a redirect) tried again after a doubling wait, given up after
+:data:`MAX_ATTEMPTS`. A permanent answer (404, 410, any other 4xx) ends the tries at once: the
+delivery is marked failed with the answer as its reason, for ops to fix the webhook and send again. A holder that stalls past its lease may send a delivery its successor
 sends too: at least once, in that rare case twice, never lost.
 
 Errors kept on a delivery name the failure's kind or status, never the URL (a Slack webhook's URL
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import aiohttp
+import httpx
 from django.utils import timezone
 
 from accounts.db import hop, rounds
@@ -60,6 +62,18 @@ class Due:
 class Result:
     id: int
     error: str  # "" when delivered
+    permanent: bool = False  # the receiver's answer will not change by trying again
+
+
+def answered(id: int, status: int) -> Result:
+    """The result of an answer with ``status``: delivered (2xx), worth another try (5xx, 408, 429,
+    3xx), or permanent (any other 4xx: the URL is wrong or gone, the receiver refuses the body)."""
+
+    if 200 <= status < 300:
+        return Result(id, "")
+    if 400 <= status < 500 and status not in (408, 429):
+        return Result(id, f"HTTP {status}, permanent: not tried again", permanent=True)
+    return Result(id, f"HTTP {status}")
 
 
 def body(format: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -86,10 +100,10 @@ def record(results: Sequence[Result], attempts: dict[int, int], now: dt.datetime
         if not result.error:
             Delivery.objects.filter(pk=result.id).update(status=Delivery.SENT, attempts=tried, sent_at=now,
                                                          last_error="")
-        elif tried >= MAX_ATTEMPTS:
+        elif tried >= MAX_ATTEMPTS or result.permanent:
             Delivery.objects.filter(pk=result.id).update(status=Delivery.FAILED, attempts=tried,
                                                          last_error=result.error)
-            log.warning("alert delivery %s given up after %d attempts (%s)", result.id, tried, result.error)
+            log.warning("alert delivery %s given up after %d attempt(s) (%s)", result.id, tried, result.error)
         else:
             Delivery.objects.filter(pk=result.id).update(
                 attempts=tried, last_error=result.error,
@@ -143,8 +157,7 @@ class AlertWorker:
         try:
             async with self._session.post(due.url, json=body(due.format, due.payload),
                                           allow_redirects=False) as answer:
-                ok = 200 <= answer.status < 300
-                return Result(due.id, "" if ok else f"HTTP {answer.status}")
+                return answered(due.id, answer.status)
         except asyncio.TimeoutError:
             return Result(due.id, f"no answer within {self.timeout:g} s")
         except (aiohttp.ClientError, OSError, ValueError) as exc:
@@ -157,3 +170,25 @@ class AlertWorker:
             await hop(self.lease.release)
         except Exception:  # noqa: BLE001 - stopping anyway; the lease runs out by itself
             log.warning("alerts lease not released; it runs out in %.0f s", self.lease.ttl)
+
+
+def send_now(webhook: Webhook, alert: Alert, timeout: float) -> Delivery:
+    """Post ``alert`` to ``webhook`` at once, from a synchronous caller (the admin's "Send a test
+    alert"), and keep the delivery with its outcome, as the worker keeps its own."""
+
+    now = timezone.now()
+    delivery = Delivery.objects.create(webhook=webhook, event=alert.event, event_key=alert.key[:200],
+                                       payload=alert.payload(), attempts=1, next_attempt_at=now)
+    try:
+        answer = httpx.post(webhook.url, json=body(webhook.format, delivery.payload), timeout=timeout,
+                            follow_redirects=False)
+        result = answered(delivery.pk, answer.status_code)
+    except httpx.TimeoutException:
+        result = Result(delivery.pk, f"no answer within {timeout:g} s")
+    except (httpx.HTTPError, OSError, ValueError) as exc:
+        result = Result(delivery.pk, type(exc).__name__)
+    delivery.status = Delivery.FAILED if result.error else Delivery.SENT
+    delivery.last_error = result.error
+    delivery.sent_at = None if result.error else timezone.now()
+    delivery.save(update_fields=["status", "last_error", "sent_at"])
+    return delivery

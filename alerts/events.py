@@ -7,6 +7,7 @@ or an upstream's error text: a webhook is often a chat channel many people read.
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,9 +15,13 @@ from typing import Any
 from django.db.models import Max, Q
 from django.utils import timezone
 
+from accounts.prices import dollars
+
 from .models import Delivery, Webhook
 
 ACCOUNT_DISABLED, PROVIDER_LOW, BUDGET_REACHED = "account_disabled", "provider_low", "budget_reached"
+TEST = "test"  # sent by hand from the admin, to one webhook
+USD = "usd"  # a budget's unit whose amounts are micro-dollars (gateway.limits.budgets.USD)
 # Which webhooks want which event (their admin check boxes).
 WANTS = {ACCOUNT_DISABLED: Q(on_account_disabled=True), PROVIDER_LOW: Q(on_provider_low=True),
          BUDGET_REACHED: Q(on_budget=True)}
@@ -79,11 +84,28 @@ def account_disabled(event: Any) -> list[Alert]:
     return alerts
 
 
+def amount(unit: str, limit: int) -> str:
+    """A budget's limit as people read it: USD budgets (kept in micro-dollars) as the project writes
+    money (``accounts.formats.money``: "$0.50"), others as a count ("500000 tokens")."""
+
+    return dollars(limit) if unit == USD else f"{limit:,} {unit}"
+
+
 def budget_reached(key_name: str, unit: str, limit: int, period: str, scope: str) -> Alert:
     """A client key's budget refused a request (``scope``: the refusal's identity,
     ``gateway.limits.limits.refusal_event``: the budget and the window-length block it happened in, so
-    once per window's length; ``period``: "the last 5 hours")."""
+    once per window's length; ``period``: "the last 5 hours"). ``limit`` in the budget's unit
+    (micro-dollars for "usd"); the alert says it in dollars."""
 
+    shown = amount(unit, limit)
     return Alert(BUDGET_REACHED, f"budget:{scope}",
-                 f"Client key {key_name} reached its {limit} {unit} in {period}.",
-                 {"client_key": key_name, "unit": unit, "limit": limit, "period": period})
+                 f"Client key {key_name} reached its budget of {shown} in {period}.",
+                 {"client_key": key_name, "unit": unit, "limit": shown, "period": period})
+
+
+def test_alert(webhook_name: str) -> Alert:
+    """What "Send a test alert" posts: a harmless line that says where it came from."""
+
+    return Alert(TEST, f"test:{uuid.uuid4().hex}",
+                 f"Test alert from the LLM gateway to webhook {webhook_name}: alerts reach this channel.",
+                 {"webhook": webhook_name})

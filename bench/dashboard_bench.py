@@ -161,7 +161,7 @@ def seed_log(n: int, pool: dict[str, Any]) -> float:
 
     from django.db import connection, transaction
 
-    from accounts.models import RequestLog
+    from accounts.models import RequestAttempt, RequestLog
     from dashboard import rollup, spend
 
     started = time.monotonic()
@@ -182,6 +182,8 @@ def seed_log(n: int, pool: dict[str, Any]) -> float:
             out.append(v)
         return tuple(out)
 
+    attempts = RequestAttempt._meta.db_table
+    last_id = [0]
     chunk: list[tuple[Any, ...]] = []
     rows: list[rollup.Row] = []
     spent: list[Any] = []
@@ -195,6 +197,12 @@ def seed_log(n: int, pool: dict[str, Any]) -> float:
             else:
                 cursor.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
                                    f"({', '.join(['%s'] * len(columns))})", chunk)
+            # Each row's attempt as the log writer writes it (RequestAttempt: the account filter's index).
+            cursor.execute(f"INSERT INTO {attempts} (request_id, account_id, created_at, verdict, status) "
+                           f"SELECT id, account_id, created_at, 'ok', status FROM {table} "
+                           f"WHERE id > %s AND account_id IS NOT NULL", [last_id[0]])
+            cursor.execute(f"SELECT max(id) FROM {table}")
+            last_id[0] = cursor.fetchone()[0] or 0
             rollup.add(rows)
             spend.add(spent)
         chunk.clear()
@@ -278,6 +286,7 @@ def pages(pool: dict[str, Any]) -> list[tuple[str, str]]:
         ("filter one day, 10 days ago", "/dashboard/requests/?since=" + f"{ten_days - dt.timedelta(days=1):%Y-%m-%dT%H:%M}"
          + "&until=" + f"{ten_days:%Y-%m-%dT%H:%M}"),
         ("filter account + 5xx", f"/dashboard/requests/?account={account.pk}&status=5xx"),
+        ("filter account, page 2", f"/dashboard/requests/?account={account.pk}&after={encode_cursor(page2)}"),
         ("request detail", f"/dashboard/requests/{detail.request_id}/"),
         ("client keys 24h", "/dashboard/keys/?window=24h"),
         ("client keys 7d", "/dashboard/keys/?window=7d"),
@@ -297,6 +306,7 @@ def pages(pool: dict[str, Any]) -> list[tuple[str, str]]:
         ("admin disable events", "/admin/accounts/disableevent/"),
         ("admin request log", "/admin/accounts/requestlog/"),
         ("admin request log, 429", "/admin/accounts/requestlog/?status__exact=429"),
+        ("admin request log, account attempted", f"/admin/accounts/requestlog/?attempted_account={account.pk}"),
         ("admin request log, search id", f"/admin/accounts/requestlog/?q={detail.request_id}"),
         ("admin request log row", f"/admin/accounts/requestlog/{detail.pk}/change/"),
         ("admin webhooks", "/admin/alerts/webhook/"),

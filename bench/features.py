@@ -14,6 +14,9 @@ The usage-limit headers of a capped key's answers (Claude Code's ``anthropic-rat
 request read anyway (counted in the limits' figure above), and the headers are written from it;
 measured: a key with four USD budgets admitted with and without its standings written out as headers.
 
+The configuration cache's ``get`` is measured with the per-request read of the configuration's
+version that SQLite deployments make (``gateway.configwatch``) against the same cache without it.
+
 The log writer's bucket sinks (``dashboard.rollup.add``, ``dashboard.spend.add``) run off the request
 path, in the writer's thread, but on the same CPU: their cost per logged request is measured with the
 three tiers (five minutes, hour, day) against the five-minute tier alone, interleaved in one run.
@@ -170,6 +173,41 @@ def usage_headers_us(rounds: int) -> dict[str, float]:
     alone, without, with_ = asyncio.run(both())
     return {"headers_alone_us": round(alone, 2), "admit_and_settle_us": round(without, 2),
             "admit_settle_and_headers_us": round(with_, 2), "added_us": round(max(with_ - without, 0.0), 2)}
+def config_check_us(rounds: int) -> dict[str, float]:
+    """The configuration cache's ``get`` per request on SQLite, with the per-request read of the
+    configuration's version (``gateway.configwatch.SqliteVersion``, a WAL file) against none."""
+
+    import sqlite3
+
+    from accounts import configversion
+    from gateway.configwatch import SqliteVersion
+    from gateway.state import Snapshot, SnapshotCache
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "version.sqlite3")
+        db = sqlite3.connect(path, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"CREATE TABLE {configversion.TABLE} (id integer PRIMARY KEY, version bigint NOT NULL)")
+        db.execute(f"INSERT INTO {configversion.TABLE} VALUES (1, 7)")
+        snap = Snapshot(version=7)
+
+        async def per_get(cache: SnapshotCache) -> float:
+            for _ in range(200):
+                await cache.get()
+            t0 = time.perf_counter()
+            for _ in range(rounds):
+                await cache.get()
+            return (time.perf_counter() - t0) / rounds * 1e6
+
+        async def both() -> tuple[float, float]:
+            plain = await per_get(SnapshotCache(3600.0, load=lambda: snap))
+            watched = await per_get(SnapshotCache(3600.0, load=lambda: snap, watch=SqliteVersion(path)))
+            return plain, watched
+
+        plain, watched = asyncio.run(both())
+        db.close()
+    return {"get_without_version_check_us": round(plain, 2), "get_with_version_check_us": round(watched, 2),
+            "added_us": round(watched - plain, 2)}
 
 
 def buckets_us(rounds: int, batch_size: int = 50) -> dict[str, float]:
@@ -238,7 +276,7 @@ def measure(rounds: int = ROUNDS) -> dict[str, Any]:
     configure()
     out = {"rounds": rounds, "metrics_us_per_request": round(metrics_us(rounds), 2), "limits": limits_us(rounds),
            "usage_headers": usage_headers_us(rounds), "log_writer_buckets": buckets_us(rounds),
-           "at_rest": at_rest_us(rounds)}
+           "at_rest": at_rest_us(rounds), "config_check": config_check_us(rounds)}
     print(f"  encrypted at rest: a stored answer sealed and opened, {out['at_rest']['seal_and_unseal_4kb_us']} µs "
           f"(4 KB), {out['at_rest']['seal_and_unseal_64kb_us']} µs (64 KB)", flush=True)
     print(f"  metrics: {out['metrics_us_per_request']} µs a request; limits: a key with a rate limit, a token "
@@ -247,6 +285,10 @@ def measure(rounds: int = ROUNDS) -> dict[str, Any]:
     u = out["usage_headers"]
     print(f"  usage-limit headers of a capped key's answer: {u['headers_alone_us']} µs to write; admitted with "
           f"them {u['admit_settle_and_headers_us']} µs against {u['admit_and_settle_us']} µs", flush=True)
+    c = out["config_check"]
+    print(f"  configuration: {c['get_with_version_check_us']} µs a request with the SQLite version check, "
+          f"{c['get_without_version_check_us']} µs without (PostgreSQL: one query each "
+          f"GATEWAY_CONFIG_CHECK_SECONDS, not per request)", flush=True)
     b = out["log_writer_buckets"]
     print(f"  log writer's usage and spend buckets: {b['three_tiers_us']} µs a logged request in three tiers, "
           f"{b['five_minute_tier_only_us']} µs in the five-minute tier alone", flush=True)

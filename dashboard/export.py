@@ -63,7 +63,8 @@ def _chunk(qs: QuerySet[RequestLog], after: tuple[dt.datetime, int] | None
 
     if after is not None:
         qs = logsearch.older_than(qs, *after)
-    rows = list(qs.order_by("-created_at", "-id").values_list("id", *(name for _, name in REQUEST_FIELDS))[:CHUNK])
+    rows = list(qs.order_by(f"-{logsearch.time_column(qs)}", "-id")
+                .values_list("id", *(name for _, name in REQUEST_FIELDS))[:CHUNK])
     cells = [(row[1].isoformat(), *("" if v is None else v for v in row[2:])) for row in rows]
     return csv_text(cells), ((rows[-1][1], rows[-1][0]) if len(rows) == CHUNK else None)
 

@@ -35,6 +35,8 @@ class UsageSums(UsageCounters):
     # Uses of the account that the request moved on from (dashboard.rollup): the deployment's own
     # request and error counts are requests and errors less these.
     retried = models.BigIntegerField(default=0)
+    # Of the errors, the requests the gateway refused the client (accounts.outcomes.CLIENT_REFUSALS).
+    refused = models.BigIntegerField(default=0)
     # One counter per time-to-first-byte bucket (histogram.BOUNDS): percentiles add up.
     for _field in histogram.FIELDS:
         locals()[_field] = models.BigIntegerField(default=0)

@@ -10,7 +10,9 @@ attempt on it is a request of that account, a failed one an error of it; the
 tokens, latency and time to first byte go to the account that ended the request.
 ``retried`` counts the uses a request moved on from, so that the deployment's
 own figures (client requests, and those that failed) are the sums less those:
-a request retried twice is three uses of accounts but one request.
+a request retried twice is three uses of accounts but one request. ``refused`` counts
+the failed requests the gateway refused the client (``accounts.outcomes.CLIENT_REFUSALS``),
+told apart from upstream failures on the overview.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from accounts.outcomes import account_uses
+from accounts.outcomes import account_uses, client_refusal
 
 from . import histogram
 from .buckets import Tier, add_in_chunks, add_to_tiers, clear
@@ -29,9 +31,10 @@ from .models import BUCKET_SECONDS, DAY_SECONDS, HOUR_SECONDS, UsageBucket, Usag
 TIERS = (Tier(BUCKET_SECONDS, UsageBucket), Tier(HOUR_SECONDS, UsageHour), Tier(DAY_SECONDS, UsageDay))
 
 SUMS = ("requests", "errors", "retried", "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens",
-        "latency_ms", "cache_write_tokens", *histogram.FIELDS)
+        "latency_ms", "cache_write_tokens", *histogram.FIELDS, "refused")
 _REQUESTS, _ERRORS, _RETRIED, _INPUT, _OUTPUT, _CACHED, _REASONING, _LATENCY, _CACHE_WRITE = range(9)
 _TTFB_AT = SUMS.index(histogram.FIELDS[0])
+_REFUSED = SUMS.index("refused")
 
 
 class LogRow(Protocol):
@@ -73,6 +76,7 @@ def fold(rows: Iterable[LogRow]) -> dict[tuple[Any, ...], list[int]]:
             if not use.final:
                 counts[_RETRIED] += 1
                 continue
+            counts[_REFUSED] += client_refusal(r.error_class)
             counts[_INPUT] += r.input_tokens
             counts[_OUTPUT] += r.output_tokens
             counts[_CACHED] += r.cached_tokens

@@ -43,7 +43,7 @@ WINDOWS = {w.key: w for w in (
 )}
 DEFAULT_WINDOW = "24h"
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens")
-TOTAL_FIELDS = ("requests", "errors", *TOKEN_FIELDS, "latency_ms")
+TOTAL_FIELDS = ("requests", "errors", *TOKEN_FIELDS, "latency_ms", "refused")
 
 
 def cache_hit_rate(cached_tokens: int, input_tokens: int) -> float | None:
@@ -93,6 +93,7 @@ class Totals(CacheFigures):
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
     latency_ms: int = 0
+    refused: int = 0  # of the errors, client refusals (auth, model not allowed, limits, budgets)
     ttfb: list[int] = field(default_factory=lambda: [0] * histogram.SLOTS)
 
     @property
@@ -102,6 +103,16 @@ class Totals(CacheFigures):
     @property
     def error_rate(self) -> float | None:
         return self.errors / self.requests if self.requests else None
+
+    @property
+    def failure_rate(self) -> float | None:
+        """Errors that were not the client's: upstream failures (and the gateway's own), what ops act on."""
+
+        return (self.errors - self.refused) / self.requests if self.requests else None
+
+    @property
+    def refusal_rate(self) -> float | None:
+        return self.refused / self.requests if self.requests else None
 
     @property
     def avg_latency_ms(self) -> float | None:

@@ -11,7 +11,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from accounts import pool
-from accounts.models import Account, DisableEvent, RequestLog
+from accounts.models import Account, DisableEvent, RequestAttempt, RequestLog
+from accounts.outcomes import Verdict
 
 from . import accounttable, charts, logsearch, overviewfigures, stats
 from .security import staff_page
@@ -74,7 +75,16 @@ def account_detail(request: HttpRequest, pk: int) -> HttpResponse:
         **overviewfigures.charts_of(points, window),
         "events": list(_events().filter(account=account)[:20]),
         "recent": _recent_requests(account=account),
+        "failed_attempts": _failed_attempts(account),
     })
+
+
+def _failed_attempts(account: Account, n: int = RECENT) -> list[RequestAttempt]:
+    """The account's latest attempts that did not answer, each with its request (which may have been
+    answered by another account): newest first from the (account, created_at) index."""
+
+    return list(RequestAttempt.objects.filter(account=account).exclude(verdict=Verdict.OK)
+                .select_related("request__account").order_by("-created_at", "-id")[:n])
 
 
 @staff_page

@@ -24,6 +24,7 @@ from django.db.models.signals import post_delete, post_save
 from django.utils.module_loading import import_string
 
 from accounts import pool as pool_state
+from accounts.configversion import config_changed
 from accounts.db import hop
 from accounts.models import Account, Provider
 from alerts import delivery as alert_delivery
@@ -31,8 +32,10 @@ from alerts.events import budget_reached
 
 from .background.lease import Lease
 from .background.poolhealth import LEASE_NAME, PoolHealth
+from . import configwatch
 from .background.prober import Prober
 from .edge.routes import RouteTable
+from .endpoints.count_tokens import NoCountEndpoint
 from .endpoints.models_list import ModelCatalog
 from .endpoints.sealing import Sealer
 from .exchange import conversation
@@ -82,8 +85,11 @@ class Gateway:
         self.limits = limits or Limits(options.redis_url, options.token_usage_ttl,
                                        reserve_output_tokens=options.reserve_output_tokens, usd_spent=usd_spent,
                                        budget_help=options.budget_help)
-        self.config = config or SnapshotCache(options.config_ttl,
-                                              known_secrets=KnownSecrets() if options.log_bodies else None)
+        self.config = config or SnapshotCache(
+            options.config_ttl, known_secrets=KnownSecrets() if options.log_bodies else None,
+            watch=configwatch.for_database(options.database_vendor, options.database_name,
+                                           options.config_check_interval),
+            on_change=self.pool.invalidate)  # accounts changed elsewhere: the pool re-reads too
         self.metrics = RequestMetrics(lambda: self.config.latest.providers, lambda: self.config.latest.aliases)
         # Read at each scrape, on a worker thread.
         self.metrics_collectors = (AccountsCollector(), HeadroomCollector())
@@ -94,6 +100,7 @@ class Gateway:
                                            known_secrets=self.config.known_secrets,
                                            observers=[self.metrics.observe])
         self.models = ModelCatalog(self.upstream, options.models_cache_ttl)
+        self.no_count_endpoint = NoCountEndpoint()  # providers that answered count_tokens 404/405/501
         self.sealer = Sealer(options.sealing_key, options.compaction_item_days * 86400)
         # Telemetry exports forwarded to the collector ops configure (gateway.endpoints.telemetry).
         self.otlp = OtlpForwarder(options.otlp_forward_url, parse_headers(options.otlp_forward_headers))
@@ -111,6 +118,7 @@ class Gateway:
         """Let this app's pool hear of state changes and edits made in this process (weakly held)."""
 
         pool_state.state_changed.connect(self.pool.on_state_change)
+        config_changed.connect(self.config.changed)
         for model in (Account, Provider):
             post_save.connect(self.pool.invalidate, sender=model)
             post_delete.connect(self.pool.invalidate, sender=model)
@@ -128,6 +136,8 @@ class Gateway:
         self._tasks.append(loop.create_task(self.limits.run(), name="limit-leases"))
         self._tasks.append(loop.create_task(self.alerts.run(), name="alert-delivery"))
         self._tasks.append(loop.create_task(self.selector.headroom.run(), name="account-headroom"))
+        if self.config.watch is not None:
+            self._tasks.append(loop.create_task(self.config.watch.listen(self.config.changed), name="config-listener"))
 
     def flush(self) -> None:
         """Write what is held back (log rows, pool stamps) and close the spool: when stopping, from a thread."""

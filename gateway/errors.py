@@ -61,6 +61,9 @@ class AuthenticationFailed(GatewayError):
     error_type = "authentication_error"
     error_class = ErrorClass.AUTHENTICATION
     should_retry = False
+    # The client key that was presented, found by its hash but inactive (a gateway.state.KeyInfo): the
+    # refusal is logged under it. Never said to the client, which hears "Invalid API key" either way.
+    refused_key: Any = None
 
 
 class PermissionDenied(GatewayError):

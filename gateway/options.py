@@ -23,6 +23,7 @@ class Options:
     keepalive_seconds: float = 10.0
     max_attempts: int = 10
     config_ttl: float = 2.0
+    config_check_interval: float = 0.5
     pool_ttl: float = 1.0
     log_batch_seconds: float = 1.0
     log_bodies: bool = False
@@ -48,6 +49,7 @@ class Options:
     # process to commit it before it says unknown (answers are written behind).
     responses_wait: float = 1.0
     database_vendor: str = "sqlite"  # "sqlite" | "postgresql": which pool the app builds
+    database_name: str = ""  # SQLite: the file the configuration's version is read from (gateway.configwatch)
     # What compaction summaries are sealed with (gateway.endpoints.sealing); kept out of any repr.
     sealing_key: str = dataclasses.field(default="", repr=False)
     budget_help: str = "ask your gateway's administrators if you need it raised"
@@ -72,6 +74,7 @@ class Options:
             keepalive_seconds=settings.GATEWAY_KEEPALIVE_SECONDS,
             max_attempts=settings.GATEWAY_MAX_ATTEMPTS,
             config_ttl=settings.GATEWAY_CONFIG_TTL,
+            config_check_interval=settings.GATEWAY_CONFIG_CHECK_SECONDS,
             pool_ttl=settings.GATEWAY_POOL_TTL,
             log_batch_seconds=settings.GATEWAY_LOG_BATCH_SECONDS,
             log_bodies=settings.GATEWAY_LOG_BODIES,
@@ -94,6 +97,7 @@ class Options:
             alert_timeout=settings.GATEWAY_ALERT_TIMEOUT,
             responses_wait=settings.GATEWAY_RESPONSES_WAIT_SECONDS,
             database_vendor="postgresql" if engine.endswith("postgresql") else "sqlite",
+            database_name=str(settings.DATABASES["default"]["NAME"]),
             sealing_key=settings.GATEWAY_ENCRYPTION_KEY or settings.SECRET_KEY,
             budget_help=settings.GATEWAY_BUDGET_HELP,
             billing_group_tag=settings.GATEWAY_BILLING_GROUP_TAG,

@@ -152,6 +152,9 @@ LOGGING = {
 }
 GATEWAY_EVENTS_GROUP = env("GATEWAY_EVENTS_GROUP", default="dashboard")  # channel-layer group for live events
 GATEWAY_CONFIG_TTL = env.float("GATEWAY_CONFIG_TTL", default=2.0)
+# PostgreSQL: the configuration's version is read at least this often besides the change notifications
+# (gateway.configwatch): a lost notification delays a change (a revoked key) this long at most.
+GATEWAY_CONFIG_CHECK_SECONDS = env.float("GATEWAY_CONFIG_CHECK_SECONDS", default=0.5)
 # SQLite only: how often the in-memory account pool re-reads the accounts (accounts.localpool).
 GATEWAY_POOL_TTL = env.float("GATEWAY_POOL_TTL", default=1.0)
 GATEWAY_UPSTREAM_MAX_CONNECTIONS = env.int("GATEWAY_UPSTREAM_MAX_CONNECTIONS", default=4096)

@@ -1,14 +1,19 @@
 """A short-lived in-process snapshot of configuration: providers, aliases, client keys.
 
-These change rarely and are read on every request, so each process keeps a
-copy for ``GATEWAY_CONFIG_TTL`` seconds instead of querying per request, and
-past that serves the copy while a fresh one is read in the background. Pool
-state (which account is usable) is not part of it: see ``accounts.pool``.
+These change rarely and are read on every request, so each process keeps a copy instead of
+querying per request. A change takes effect on the first request after it commits, on every
+process: the copy carries the configuration's version (``accounts.configversion``), and a
+request that learns of another one (``gateway.configwatch``: the version row, a database
+notification, or :meth:`SnapshotCache.changed` from this process's own commit) waits for a copy
+read after it. Besides, a copy older than ``GATEWAY_CONFIG_TTL`` seconds is read again in the
+background while it is still served, for writes that bumped nothing (raw SQL). Pool state (which
+account is usable) is not part of it: see ``accounts.pool``.
 """
 
 from __future__ import annotations
 
 import hmac
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -19,7 +24,10 @@ from accounts.prices import micro_dollars
 from accounts.refresh import Refresh
 from translation.ir import UpstreamCaps
 
+from .configwatch import Watch
 from .log.knownsecrets import KnownSecrets
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,7 @@ class KeyInfo:
     team_id: int | None = None  # accounts.Team: budgets and allowed models shared across its keys
     user_id: int | None = None  # the signed-in developer this key stands for (their bearers act as it)
     surface: str = ""  # a bearer's: the client application its developer signed in with (claude_code)
+    active: bool = True  # False: found by its hash but deactivated (refused, the refusal logged under it)
 
 
 @dataclass(frozen=True)
@@ -74,12 +83,14 @@ class Snapshot:
     providers: dict[int, ProviderInfo] = field(default_factory=dict)
     aliases: list[AliasInfo] = field(default_factory=list)
     keys: dict[str, KeyInfo] = field(default_factory=dict)  # by key hash
+    version: int = 0  # the configuration's version, read before the rest: the copy holds at least its changes
 
 
 def _load() -> Snapshot:
+    from accounts import configversion
     from accounts.models import ApiKey, ModelAlias, Provider
 
-    snap = Snapshot()
+    snap = Snapshot(version=configversion.read())
     for p in Provider.objects.filter(enabled=True):
         snap.providers[p.pk] = ProviderInfo(
             id=p.pk, name=p.name, protocol=p.protocol, base_url=p.base_url,
@@ -107,14 +118,14 @@ def _load() -> Snapshot:
 def key_info(k: Any) -> KeyInfo:
     usd = tuple((window, micro_dollars(limit)) for window, limit in k.usd_budget_limits())
     return KeyInfo(k.pk, k.name, tuple(k.allowed_models or ()), k.rate_limit_per_minute, k.daily_token_limit,
-                   k.max_concurrent_requests, usd, team_id=k.team_id, user_id=k.user_id)
+                   k.max_concurrent_requests, usd, team_id=k.team_id, user_id=k.user_id, active=k.active)
 
 
 
 def _find_key(key_hash: str) -> KeyInfo | None:
     from accounts.models import ApiKey
 
-    k = ApiKey.objects.filter(key_hash=key_hash, active=True).first()
+    k = ApiKey.objects.filter(key_hash=key_hash).first()  # an inactive one too: its refusal names it
     # The database matched on the hash already; comparing again in constant time
     # keeps a timing side channel out of any cache or index behaviour.
     if k is None or not hmac.compare_digest(k.key_hash, key_hash):
@@ -139,36 +150,86 @@ def _find_bearer(token_hash: str) -> BearerFound | None:
 
 
 class SnapshotCache:
-    """``load`` reads a snapshot, ``find_key`` one active client key by hash, ``find_bearer`` a
+    """``load`` reads a snapshot, ``find_key`` a client key by hash (active or not), ``find_bearer`` a
     signed-in developer's access token by hash (each synchronous, run on a worker thread): the
-    database's by default, a test's own when it builds the app. ``known_secrets``: re-read with
-    each snapshot (body logging on), else never built.
+    database's by default, a test's own when it builds the app. ``watch``: where the configuration's
+    version is learnt (``gateway.configwatch``; None: only from :meth:`changed`). ``on_change``: called
+    when a change is learnt (the app's pool re-reads). ``known_secrets``: re-read with each snapshot
+    (body logging on), else never built.
 
-    Bearer tokens are remembered for the configuration TTL (never past their expiry): a token
-    revoked, or a developer deactivated, in this process is forgotten at once (the signal
-    ``signin.signals.sign_ins_changed``), in another process within the TTL."""
+    Bearer tokens are remembered for the configuration TTL (never past their expiry) and forgotten
+    whenever a change is learnt: a sign-in ended or a developer deactivated bumps the configuration's
+    version like any other change (``signin.flow``), so every process refuses the token's next request."""
 
     BEARERS_HELD = 10_000  # past this many remembered tokens the memory starts over
+
+    CATCH_UP_READS = 3  # a request waits for at most this many re-reads to catch up with changes
 
     def __init__(self, ttl: float, load: Callable[[], Snapshot] = _load,
                  find_key: Callable[[str], KeyInfo | None] = _find_key,
                  known_secrets: KnownSecrets | None = None,
-                 find_bearer: Callable[[str], BearerFound | None] = _find_bearer) -> None:
+                 find_bearer: Callable[[str], BearerFound | None] = _find_bearer, watch: Watch | None = None,
+                 on_change: Callable[[], None] | None = None) -> None:
         self._ttl = ttl
         self._load = load
         self._find_key = find_key
         self._find_bearer = find_bearer
         self._bearers: dict[str, tuple[KeyInfo | str | None, float]] = {}
         self.known_secrets = known_secrets
+        self.watch = watch
+        self._on_change = on_change
         self._snap = Snapshot()
         self._refresh = Refresh(self._reread, "configuration")
+        self._changes = 0  # changes heard of (signals, notifications)
+        self._read_after = 0  # how many of them the copy held was read after
+        self._read_at = float("-inf")  # monotonic time the read of the copy held began
+        self._checked = (0, float("-inf"))  # the version the watch read last, and when that read began
         from signin.signals import sign_ins_changed
 
         sign_ins_changed.connect(self._forget_bearers, weak=True)
 
     async def get(self) -> Snapshot:
-        await self._refresh.ensure(self._ttl)
+        if self.watch is not None:
+            checked = await self.watch.latest()
+            if checked is not None and checked[1] > self._checked[1]:
+                learnt = checked[0] != self._checked[0]
+                self._checked = checked
+                if learnt and self._stale():
+                    self._learnt()
+        if self._stale():
+            await self._catch_up()
+        else:
+            await self._refresh.ensure(self._ttl)
         return self._snap
+
+    def changed(self, **kwargs: Any) -> None:
+        """A change committed (this process's, or one the database told of): the next request waits
+        for a copy read after it. Callable from any thread (a Django signal receiver)."""
+
+        self._changes += 1
+        self._learnt()
+
+    def _learnt(self) -> None:
+        self._bearers.clear()
+        if self._on_change is not None:
+            self._on_change()
+
+    def _stale(self) -> bool:
+        """A change heard of since the copy was read, or a version read after the copy's began that
+        is not the copy's (compared, not ordered: a restored database starts again from 1)."""
+
+        version, read_at = self._checked
+        return self._read_after < self._changes or (self._read_at < read_at and self._snap.version != version)
+
+    async def _catch_up(self) -> None:
+        for _ in range(self.CATCH_UP_READS):  # a re-read begun before the change does not count
+            try:
+                await self._refresh.ensure(0)
+            except Exception:  # noqa: BLE001 - the database away: the copy held serves (DESIGN)
+                log.warning("configuration not re-read after a change; serving the copy held", exc_info=True)
+                return
+            if not self._stale():
+                return
 
     @property
     def latest(self) -> Snapshot:
@@ -177,7 +238,8 @@ class SnapshotCache:
         return self._snap
 
     async def find_key(self, key_hash: str) -> KeyInfo | None:
-        """An active client key read afresh: one created since the snapshot was taken is found here."""
+        """A client key read afresh (active or not, as its ``active`` says): one created since the
+        snapshot was taken is found here, and an inactive one for its refusal's log row."""
 
         return await hop(self._find_key, key_hash)
 
@@ -202,7 +264,9 @@ class SnapshotCache:
         self._bearers.clear()
 
     async def _reread(self) -> None:
+        changes, started = self._changes, time.monotonic()
         self._snap = await hop(self._read)
+        self._read_after, self._read_at = changes, started
 
     def _read(self) -> Snapshot:
         snap = self._load()

@@ -22,6 +22,8 @@ key contains           answer
 ``fail-400-echo-key``  400 whose message echoes the key it was sent, JSON-escaped
                        (``\\/`` for ``/``, every second character ``\\uXXXX``): an
                        upstream that repeats the credential in its error
+``no-count-404``       count_tokens only: 404 (or ``no-count-405``, ``no-count-501``), as a
+                       provider without the endpoint answers; everything else as a good key
 ``fail-stream-error``  streaming: 200, the start events, then the protocol's
                        in-stream rate-limit error (Anthropic ``rate_limit_error``, Chat an
                        ``error`` chunk, Responses ``response.failed`` with code
@@ -233,6 +235,17 @@ def fault_for_key(key: str) -> Fault | None:
         if marker in key:
             return fault
     return None
+
+
+_NO_COUNT_TOKENS = re.compile(r"no-count-(404|405|501)")
+
+
+def missing_count_tokens(key: str) -> int | None:
+    """``no-count-404`` (405, 501) in the key: count_tokens answers that status, as an
+    Anthropic-compatible provider without the endpoint does; the other endpoints are unchanged."""
+
+    match = _NO_COUNT_TOKENS.search(key)
+    return int(match[1]) if match else None
 
 
 _STREAM_ERROR_TYPES = {429: "rate_limit_error", 529: "overloaded_error"}

@@ -387,6 +387,9 @@ async def _count_tokens(request: web.Request) -> web.Response:
     body, refused = await _received(request, proto)
     if refused is not None:
         return refused
+    if missing := scenarios.missing_count_tokens(_api_key(request) or ""):
+        return web.Response(status=missing, text="404 page not found" if missing == 404 else "",
+                            content_type="text/plain")
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
         return _json(400, proto.render_error(400, "messages: Field required", "invalid_request_error"))
     return _json(200, {"input_tokens": len(orjson.dumps(body["messages"]))})

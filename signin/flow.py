@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from accounts import configversion
 from accounts.models import ApiKey
 from accounts.secrets import mask, new_client_key
 
@@ -232,6 +233,7 @@ def end_sign_ins(queryset: Any) -> int:
 
     ended = int(queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now()))
     if ended:
+        configversion.bump()  # every gateway process forgets the sign-in's bearers at its next request
         transaction.on_commit(lambda: signals.sign_ins_changed.send(sender=SignIn))
     return ended
 

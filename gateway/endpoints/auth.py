@@ -56,8 +56,10 @@ async def identify(plain: str, snap: Snapshot, credentials: Credentials) -> KeyI
             raise AuthenticationFailed(found, headers=dict(NO_RETRY))
     # Keys created since the snapshot was taken are found here; unknown ones cost one indexed query.
     info = await credentials.find_key(digest)
-    if info is None:
-        raise AuthenticationFailed("Invalid API key", headers=dict(NO_RETRY))
+    if info is None or not info.active:
+        refused = AuthenticationFailed("Invalid API key", headers=dict(NO_RETRY))
+        refused.refused_key = info  # an inactive key's refusal is logged under it (never said to the client)
+        raise refused
     return info
 
 

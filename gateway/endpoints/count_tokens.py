@@ -10,6 +10,12 @@ falls back to the local estimate (``gateway.limits.tokens``): a count is advice,
 an estimate beats an error. Other 4xx answers (a bad body, an unknown model)
 are the client's, returned in the Anthropic envelope with their status.
 
+Several Anthropic-compatible providers have no count_tokens: they answer 404, 405 or 501. That is
+the provider's lack, not the client's fault: the estimate answers, and :class:`NoCountEndpoint`
+remembers the provider (by its id and base URL) for :data:`REMEMBER_MISSING` seconds, so the
+next counts are estimated without asking. A 404 that names the model (Anthropic's answer to an
+unknown model) is the client's and goes back to it.
+
 Nothing here disables or cools down an account: that is the dispatch loop's
 judgement on real traffic, not on a count.
 """
@@ -17,12 +23,14 @@ judgement on real traffic, not on a count.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 
 from accounts.db import DatabaseUnavailable
 from translation import ir, registry, sse
+from translation.protocol import ProtocolModule
 
 from ..edge.responses import ApiResponse, json_response, raw_json_response
 from ..errors import InvalidRequest, NestingTooDeep, UpstreamFailed, passable, upstream_message
@@ -40,6 +48,24 @@ log = logging.getLogger(__name__)
 COUNT_PATH = "/count_tokens"  # under the Messages path: /v1/messages/count_tokens
 # The account's trouble, not the body's: another time (or the estimate) will do.
 ACCOUNT_STATUSES = frozenset({401, 403, 429})
+# The provider has no such endpoint (a 404 naming the model is the client's, see _no_endpoint).
+MISSING_STATUSES = frozenset({404, 405, 501})
+REMEMBER_MISSING = 3600.0  # seconds a provider without count_tokens is not asked again
+
+
+class NoCountEndpoint:
+    """The providers found without count_tokens, each until its memory runs out (one per app)."""
+
+    def __init__(self, remember: float = REMEMBER_MISSING) -> None:
+        self._remember = remember
+        self._until: dict[tuple[int, str], float] = {}
+
+    def knows(self, provider: Any) -> bool:
+        until = self._until.get((provider.id, provider.base_url))
+        return until is not None and time.monotonic() < until
+
+    def note(self, provider: Any) -> None:
+        self._until[(provider.id, provider.base_url)] = time.monotonic() + self._remember
 
 
 async def count_input_tokens(gw: Gateway, body: dict[str, Any], key: KeyInfo, snap: Snapshot,
@@ -52,7 +78,7 @@ async def count_input_tokens(gw: Gateway, body: dict[str, Any], key: KeyInfo, sn
         raise InvalidRequest(exc.message, exc.param) from exc
     check_allowed(key, req.model)
     route = resolve(req.model, snap)
-    if route.provider.protocol == "anthropic":
+    if route.provider.protocol == "anthropic" and not gw.no_count_endpoint.knows(route.provider):
         fwd = forwarded(client_headers, query, proto.NAME, route.provider.protocol,
                         request_tags=route.provider.caps.request_tags)
         answer = await _ask_upstream(gw, body, route, fwd)
@@ -85,6 +111,11 @@ async def _ask_upstream(gw: Gateway, body: dict[str, Any], route: Route, fwd: Fo
         return None
     if 200 <= status < 300 and _is_count(raw):
         return raw_json_response(raw, status)
+    if status in MISSING_STATUSES and _no_endpoint(proto, status, raw):
+        gw.no_count_endpoint.note(provider)
+        log.warning("provider %s has no count_tokens (HTTP %s); estimating for the next %.0f s",
+                    provider.name, status, REMEMBER_MISSING)
+        return None
     if 400 <= status < 500 and status not in ACCOUNT_STATUSES:
         err = proto.parse_error(status, raw)
         message = upstream_message(err.message, secret, raw.decode("utf-8", "replace"), status)
@@ -92,6 +123,14 @@ async def _ask_upstream(gw: Gateway, body: dict[str, Any], route: Route, fwd: Fo
     log.warning("count_tokens on provider %s answered %s; estimating", provider.name, status)
     return None
 
+
+def _no_endpoint(proto: ProtocolModule, status: int, raw: bytes) -> bool:
+    """405 and 501 say the endpoint is missing; a 404 does unless it names the model (Anthropic's
+    ``not_found_error`` for an unknown model, which the client must see)."""
+
+    if status != 404:
+        return True
+    return "model" not in proto.parse_error(status, raw).message.lower()
 
 
 def _is_count(raw: bytes) -> bool:

@@ -97,8 +97,9 @@ def parse_request(proto: ProtocolModule, body: Any) -> ir.Request:
 
 def _log_rejected(gw: Gateway, proto: ProtocolModule, key: KeyInfo | None, body: Any, err: GatewayError,
                   request: ApiRequest) -> None:
-    """The row of a request refused before dispatch. A refused key is logged as no key at all: what
-    was presented is never stored, whether a typo of a real key or a guess."""
+    """The row of a request refused before dispatch. A key refused as unknown is logged as no key at
+    all: what was presented is never stored, whether a typo of a real key or a guess. A key refused
+    as inactive (found by the same hash) is logged by its name."""
 
     model = body.get("model") if isinstance(body, dict) else None
     gw.log.submit(LogRecord(
@@ -205,7 +206,8 @@ async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_ap
             ex.record.latency_ms = ex.elapsed_ms()
             gw.log.submit(ex.record)
         elif key is not None or isinstance(err, AuthenticationFailed):
-            _log_rejected(gw, proto, key, body, err, request)
+            refused = err.refused_key if isinstance(err, AuthenticationFailed) else None
+            _log_rejected(gw, proto, key or refused, body, err, request)
         return error_response(proto.NAME, err)
     except asyncio.CancelledError:
         # The client hung up (or the gateway is stopping) before the answer: the request keeps its row.

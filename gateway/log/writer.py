@@ -257,8 +257,9 @@ class LogWriter:
         # An account, provider or key deleted since the request ran must not fail the
         # whole batch on its foreign key: its rows are kept with the reference cleared.
         prices = _present(Provider, {r.provider_id for r in batch}, "prices")
+        accounts = _present(Account, {r.account_id for r in batch} | {a.account_id for r in batch for a in r.attempts})
         live = {
-            "account_id": _present(Account, {r.account_id for r in batch}),
+            "account_id": accounts,
             "provider_id": prices,
             "client_key_id": _present(ApiKey, {r.client_key_id for r in batch}),
             "user_id": _present(get_user_model(), {r.user_id for r in batch}),
@@ -290,6 +291,7 @@ class LogWriter:
                 # instead of a deadlock that could abort the other side).
                 cursor.execute("SET LOCAL lock_timeout = '250ms'")
             _insert_rows(cursor, batch, costs)
+            _insert_attempts(cursor, batch, accounts)
             for sink in self.sinks:
                 sink(batch)
             _add_counters(cursor, Account, per_account, spent)
@@ -388,6 +390,26 @@ def _insert_rows(cursor: Any, batch: list[LogRecord], costs: list[Decimal | None
         # Encrypted at rest, as the model's fields would (this INSERT bypasses them); "" stays "".
         "request_body": atrest.seal(r.request_body), "response_body": atrest.seal(r.response_body),
     }) for r, cost in zip(batch, costs)])
+
+
+def _insert_attempts(cursor: Any, batch: list[LogRecord], accounts: dict[int, Any]) -> None:
+    """Each attempt on an account that still exists as a ``RequestAttempt`` of its request's row (found
+    by its request id, just written); a request without a trace, its account's."""
+
+    from accounts.models import RequestAttempt, RequestLog
+
+    q = cursor.db.ops.quote_name
+    log_table, table = q(RequestLog._meta.db_table), q(RequestAttempt._meta.db_table)
+    adapt_datetime = cursor.db.ops.adapt_datetimefield_value
+    rows = []
+    for r in batch:
+        trace = [(a.account_id, str(a.verdict), a.status) for a in r.attempts] or [(r.account_id, "", None)]
+        created = adapt_datetime(r.created_at)
+        rows += [(account, created, verdict[:20], status, r.request_id)
+                 for account, verdict, status in trace if account in accounts]
+    if rows:
+        cursor.executemany(f"INSERT INTO {table} (account_id, created_at, verdict, status, request_id) "
+                           f"SELECT %s, %s, %s, %s, id FROM {log_table} WHERE request_id = %s", rows)
 
 
 def _attempts_json(attempts: list[Attempt]) -> str:

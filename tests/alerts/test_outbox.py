@@ -107,3 +107,14 @@ def test_a_provider_short_of_accounts_is_alerted_once_until_one_is_put_back() ->
     pool.enable_account(second.pk)
     pool.disable_account(second.pk, rule="r", tier="t", status_code=401, excerpt="")
     assert low_alerts() == [1, 0]  # put back, then out again: a new one
+
+
+def test_a_permanent_answer_is_told_from_one_worth_trying_again() -> None:
+    from alerts.delivery import answered
+
+    assert answered(1, 200).error == "" and answered(1, 204).error == ""
+    for status in (400, 401, 403, 404, 405, 410, 413, 422):
+        assert answered(1, status).permanent, status
+    for status in (408, 429, 500, 502, 503, 301, 302):
+        result = answered(1, status)
+        assert result.error == f"HTTP {status}" and not result.permanent, status

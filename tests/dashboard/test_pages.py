@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts import pool
-from accounts.models import Account, DisableEvent, Provider, RequestLog
+from accounts.models import Account, DisableEvent, Provider, RequestAttempt, RequestLog
 from accounts.outcomes import Verdict
 from gateway.log import writer as reqlog
 from tests.dashboard.conftest import make_account, make_key, record, write
@@ -31,7 +31,7 @@ def test_overview_figures_follow_the_selected_window(staff_client: Client, provi
           + [record(a, status=429), record(a, status=500, error_class="upstream_error")]
           + [record(a, ago=dt.timedelta(days=2), input_tokens=1000, output_tokens=1000)])
     day = text(staff_client.get(reverse("dashboard:overview") + "?window=24h"))
-    assert "Requests 10 " in day and "Error rate 20.0 %" in day
+    assert "Requests 10 " in day and "Upstream failures what ops act on 20.0 %" in day
     assert "Tokens in / out 100 / 50" in day
     # The 8 first bytes at 100 ms fill the 75–100 ms bucket: interpolated inside it.
     assert "TTFB p50 / p95 / p99 88 ms / 99 ms / 100 ms" in day
@@ -39,6 +39,20 @@ def test_overview_figures_follow_the_selected_window(staff_client: Client, provi
     assert "1 active · 0 cooling · 0 disabled" in day
     week = text(staff_client.get(reverse("dashboard:overview") + "?window=7d"))
     assert "Requests 11 " in week and "Tokens in / out 1,100 / 1,050" in week
+
+
+def test_overview_tells_upstream_failures_from_client_refusals(staff_client: Client, provider: Provider) -> None:
+    a = make_account(provider, "a")
+    key = make_key("team-x")
+    refusals = [("authentication_failed", 401), ("permission_denied", 403), ("rate_limited", 429),
+                ("budget_exceeded", 429), ("concurrency_limited", 429)]
+    write([record(a) for _ in range(13)]
+          + [record(a, status=502, error_class="upstream_error"), record(a, status=504, error_class="upstream_timeout")]
+          + [record(None, status=status, error_class=cls, client_key_id=key.pk) for cls, status in refusals])
+    day = text(staff_client.get(reverse("dashboard:overview") + "?window=24h"))
+    assert "Requests 20 " in day
+    assert "Upstream failures what ops act on 10.0 %" in day  # 2 of 20
+    assert "Client refusals auth, model, limits, budgets 25.0 %" in day  # 5 of 20
 
 
 def test_overview_counts_accounts_by_status(staff_client: Client, provider: Provider) -> None:
@@ -72,7 +86,7 @@ def test_an_account_that_failed_before_another_answered_shows_the_failure_in_its
     assert row_a[5:7] == ["1", "1"] and row_a[-4:-2] == ["1", "1"]  # window and all time: 1 request, 1 error
     assert text_of_row(html, b.pk)[5:7] == ["1", "0"]
     overview = text(staff_client.get(reverse("dashboard:overview") + "?window=1h"))
-    assert "Requests 1 " in overview and "Error rate 0.0 %" in overview  # the client's one request went well
+    assert "Requests 1 " in overview and "Upstream failures what ops act on 0.0 %" in overview  # it went well
 
 
 def text_of_row(html: str, account_id: int) -> list[str]:
@@ -178,14 +192,19 @@ def test_a_bad_status_filter_is_reported_not_ignored(staff_client: Client, varie
     assert "Use a code (429)" in html
 
 
+@pytest.mark.parametrize("by_account", [False, True])
 def test_pages_walk_the_whole_log_newest_first_without_gaps_or_repeats(staff_client: Client,
-                                                                     provider: Provider) -> None:
-    a = make_account(provider, "a")
+                                                                     provider: Provider, by_account: bool) -> None:
+    a, b = make_account(provider, "a"), make_account(provider, "b")
     same = timezone.now() - dt.timedelta(minutes=1)
-    # Many rows share one timestamp, so a page boundary falls inside a tie.
-    write([record(a, created_at=same) for _ in range(70)] + [record(a, ago=dt.timedelta(seconds=i)) for i in range(60)])
+    # Many rows share one timestamp, so a page boundary falls inside a tie. With the account filter
+    # (ordered by its attempts' time), half of them had a failed attempt on a before b answered.
+    failed_first = [reqlog.Attempt(a.pk, "a", 429, "retry", 5), reqlog.Attempt(b.pk, "b", 200, "ok", 9)]
+    write([record(b, created_at=same, attempts=failed_first) if i % 2 else record(a, created_at=same)
+           for i in range(70)] + [record(a, ago=dt.timedelta(seconds=i)) for i in range(60)])
+    write([record(b, ago=dt.timedelta(seconds=i)) for i in range(5)])  # b's alone: never listed for a
     seen: list[str] = []
-    url = reverse("dashboard:requests")
+    url = reverse("dashboard:requests") + (f"?account={a.pk}" if by_account else "")
     for _ in range(10):
         html = staff_client.get(url).content.decode()
         seen += re.findall(r'data-request-id="([^"]+)"', html)
@@ -193,8 +212,10 @@ def test_pages_walk_the_whole_log_newest_first_without_gaps_or_repeats(staff_cli
         if not older:
             break
         url = reverse("dashboard:requests") + older.group(1).replace("&amp;", "&")
-    expected = list(RequestLog.objects.order_by("-created_at", "-id").values_list("request_id", flat=True))
-    assert seen == expected and len(seen) == 130
+    tried_a = RequestAttempt.objects.filter(account=a).values("request_id")
+    rows = RequestLog.objects.filter(id__in=tried_a) if by_account else RequestLog.objects.all()
+    expected = list(rows.order_by("-created_at", "-id").values_list("request_id", flat=True))
+    assert seen == expected and len(seen) == (130 if by_account else 135)
 
 
 def test_paging_keeps_the_filters(staff_client: Client, provider: Provider) -> None:

@@ -17,7 +17,7 @@ import pytest
 from accounts.config_file import load
 from tests.e2e import clients
 from tests.e2e.conftest import CLIENT_KEY, pool_config
-from tests.servers import Server, free_port, received, seen
+from tests.servers import Server, free_port, own_gateway, received, seen
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -115,3 +115,27 @@ def test_an_unknown_model_is_not_found(gateway: Server, mock_upstream: Server) -
     configure(gateway, mock_upstream)
     with pytest.raises(anthropic.NotFoundError):
         count(gateway, "no-such-model")
+
+
+
+def test_providers_without_count_tokens_get_the_estimate_and_are_not_asked_again(
+        django_db_blocker: Any, mock_upstream: Server) -> None:
+    # A gateway of its own: which providers lack the endpoint is the process's memory.
+    with own_gateway(django_db_blocker) as gateway:
+        configure(gateway, mock_upstream)
+        estimate = count(gateway, "up-openai_chat/mock-text")
+        for status in (404, 405, 501):
+            load({"providers": [{"name": f"lacks-{status}", "protocol": "anthropic", "base_url": f"{mock_upstream.url}/v1",
+                                 "models": [], "accounts": [{"label": "a", "api_key": f"sk-no-count-{status}-a"}]}]})
+            httpx.post(mock_upstream.url + "/_mock/reset")
+            assert count(gateway, f"lacks-{status}/mock-text") == estimate  # the estimate, not the error
+            assert [r["path"] for r in received(mock_upstream)] == ["/v1/messages/count_tokens"]  # asked once
+            httpx.post(mock_upstream.url + "/_mock/reset")
+            assert count(gateway, f"lacks-{status}/mock-text") == estimate
+            assert received(mock_upstream) == []  # remembered: not asked again
+            # The provider still serves messages: only the count is estimated.
+            answer = clients.anthropic_client(gateway.url, CLIENT_KEY).messages.create(
+                model=f"lacks-{status}/mock-text", max_tokens=16, messages=[{"role": "user", "content": "hi"}])
+            assert answer.content[0].type == "text"
+        # An Anthropic-protocol provider that has the endpoint is still asked.
+        assert count(gateway, "up-anthropic/mock-text") == upstream_count()

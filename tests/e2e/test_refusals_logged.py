@@ -48,6 +48,22 @@ def test_a_wrong_key_is_logged_as_a_401_without_the_key(pool: dict[str, Any], ga
     assert WRONG_KEY not in stored(row) and WRONG_KEY[-6:] not in stored(row)
 
 
+def test_a_deactivated_key_is_refused_like_a_wrong_one_and_logged_under_its_name(
+        pool: dict[str, Any], gateway: Server) -> None:
+    revoked = "gw-e2e-revoked-key-4c1d2e"
+    load({"client_keys": [{"name": "left-the-team", "key": revoked, "active": False}]})
+    seen(gateway)
+    answer, wrong = post(gateway, revoked), post(gateway, WRONG_KEY)
+    assert answer.status_code == wrong.status_code == 401
+    assert answer.json()["error"]["message"] == wrong.json()["error"]["message"]  # the client learns nothing more
+    named, unknown = sorted(rows(401, 2), key=lambda r: r.client_key_name, reverse=True)
+    assert (named.client_key_name, named.client_key.name, named.error_class) == (
+        "left-the-team", "left-the-team", "authentication_failed")
+    assert (unknown.client_key_name, unknown.client_key_id) == ("", None)
+    for row in (named, unknown):
+        assert revoked not in stored(row) and revoked[-6:] not in stored(row) and WRONG_KEY not in stored(row)
+
+
 def test_each_limit_is_named_to_the_client_and_logged_apart_without_the_key(pool: dict[str, Any],
                                                                              gateway: Server) -> None:
     load({"client_keys": [{"name": "one-a-minute", "key": RATE_KEY, "rate_limit_per_minute": 1},

@@ -133,3 +133,87 @@ def test_a_key_is_looked_up_afresh_through_the_caches_reader() -> None:
         return await cache.find_key("known"), await cache.find_key("other")
 
     assert asyncio.run(work()) == (info, None) and asked == ["known", "other"]
+
+
+class Version:
+    """A configuration version as a watch reads it (``gateway.configwatch``): each read now."""
+
+    def __init__(self, version: int) -> None:
+        self.version = version
+        self.heard: list[object] = []
+
+    async def latest(self) -> tuple[int, float] | None:
+        return self.version, time.monotonic()
+
+    async def listen(self, changed: object) -> None:
+        return None
+
+
+def numbered(n: int) -> Snapshot:
+    snap = snapshot([provider(i) for i in range(1, n + 1)])
+    snap.version = n
+    return snap
+
+
+def test_a_change_signalled_within_the_ttl_makes_the_next_get_wait_for_a_fresh_read() -> None:
+    old, new = versions()
+    db = Database(old, new)
+    learnt: list[bool] = []
+
+    async def work() -> tuple[Snapshot, Snapshot]:
+        cache = SnapshotCache(60.0, load=db.load, on_change=lambda: learnt.append(True))
+        first = await cache.get()
+        cache.changed()  # this process committed a change (or the database told of one)
+        return first, await cache.get()
+
+    first, second = asyncio.run(work())
+    assert first is old and second is new and learnt == [True]
+
+
+def test_a_re_read_begun_before_the_change_does_not_count() -> None:
+    old, new = versions()
+    db = Database(old, old, new)  # the read in flight when the change comes still sees the old copy
+
+    async def work() -> Snapshot:
+        cache = SnapshotCache(0.01, load=db.load)
+        await cache.get()
+        await asyncio.sleep(0.02)
+        db.gate.clear()
+        await cache.get()  # stale: a background re-read starts, held at the gate
+        await asyncio.sleep(0.01)  # ...and is under way
+        cache.changed()
+        pending = asyncio.create_task(cache.get())
+        await asyncio.sleep(0.02)
+        db.gate.set()
+        return await pending
+
+    assert asyncio.run(work()) is new and db.reads == 3
+
+
+def test_a_newer_version_in_the_database_makes_the_next_get_wait_and_the_same_version_does_not() -> None:
+    db = Database(numbered(1), numbered(2), numbered(3))
+    watch = Version(1)
+
+    async def work() -> list[int]:
+        cache = SnapshotCache(60.0, load=db.load, watch=watch)
+        seen = [(await cache.get()).version, (await cache.get()).version]
+        watch.version = 2  # another process committed a change
+        seen.append((await cache.get()).version)
+        seen.append((await cache.get()).version)
+        return seen
+
+    assert asyncio.run(work()) == [1, 1, 2, 2] and db.reads == 2
+
+
+def test_a_version_that_went_back_a_restored_database_is_read_once_not_forever() -> None:
+    restored = numbered(1)
+    db = Database(numbered(3), restored)
+    watch = Version(3)
+
+    async def work() -> list[Snapshot]:
+        cache = SnapshotCache(60.0, load=db.load, watch=watch)
+        await cache.get()
+        watch.version = 1
+        return [await cache.get() for _ in range(3)]
+
+    assert all(s is restored for s in asyncio.run(work())) and db.reads == 2

@@ -58,7 +58,8 @@ class Command(BaseCommand):
             if not ids:
                 break
             with transaction.atomic():
-                rows += RequestLog.objects.filter(id__in=ids).delete()[0]
+                # Their RequestAttempt rows go with them; the count is the log's own.
+                rows += RequestLog.objects.filter(id__in=ids).delete()[1].get(RequestLog._meta.label, 0)
         buckets = sum(b.delete()[0] for b in old_buckets)
         self.stdout.write(f"deleted {rows} request-log rows and {buckets} usage buckets "
                           f"older than {cutoff:%Y-%m-%d %H:%M:%S} UTC")
