@@ -94,7 +94,7 @@ class Gateway:
         # Read at each scrape, on a worker thread.
         self.metrics_collectors = (AccountsCollector(), HeadroomCollector())
         # stored Responses answers: written behind, read through a cache of the recent ones
-        self.conversations = conversation.Conversations(wait=options.responses_wait)
+        self.conversations = conversation.Conversations(options.responses_cache_bytes, wait=options.responses_wait)
         self.log = log_writer or LogWriter(options.log_batch_seconds, sinks,
                                            options.log_body_limit if options.log_bodies else None, spool,
                                            known_secrets=self.config.known_secrets,

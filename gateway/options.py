@@ -48,6 +48,8 @@ class Options:
     # How long a read of a stored Responses answer this process does not have waits for another
     # process to commit it before it says unknown (answers are written behind).
     responses_wait: float = 1.0
+    # Committed answers each process keeps at hand for follow-ups, in bytes (GATEWAY_RESPONSES_CACHE_MB).
+    responses_cache_bytes: int = 8 * 1024 * 1024
     database_vendor: str = "sqlite"  # "sqlite" | "postgresql": which pool the app builds
     database_name: str = ""  # SQLite: the file the configuration's version is read from (gateway.configwatch)
     # What compaction summaries are sealed with (gateway.endpoints.sealing); kept out of any repr.
@@ -96,6 +98,7 @@ class Options:
             alert_retry_seconds=settings.GATEWAY_ALERT_RETRY_SECONDS,
             alert_timeout=settings.GATEWAY_ALERT_TIMEOUT,
             responses_wait=settings.GATEWAY_RESPONSES_WAIT_SECONDS,
+            responses_cache_bytes=int(settings.GATEWAY_RESPONSES_CACHE_MB * 1024 * 1024),
             database_vendor="postgresql" if engine.endswith("postgresql") else "sqlite",
             database_name=str(settings.DATABASES["default"]["NAME"]),
             sealing_key=settings.GATEWAY_ENCRYPTION_KEY or settings.SECRET_KEY,

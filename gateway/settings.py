@@ -216,6 +216,9 @@ GATEWAY_RESPONSES_RETENTION_DAYS = env.int("GATEWAY_RESPONSES_RETENTION_DAYS", d
 # Stored answers are committed behind the answer: a read on another process waits this long for the commit
 # before it calls an id unknown (gateway.exchange.conversation).
 GATEWAY_RESPONSES_WAIT_SECONDS = env.float("GATEWAY_RESPONSES_WAIT_SECONDS", default=1.0)
+# Megabytes of recently committed stored answers each process keeps packed for follow-ups; older
+# ones are read from the database (answers not committed yet are always kept).
+GATEWAY_RESPONSES_CACHE_MB = env.float("GATEWAY_RESPONSES_CACHE_MB", default=8.0)
 # Claude Code's gateway protocol (README "Claude Code fleets"). What a caller whose USD budget is spent is
 # told to do, after when it frees: the end of the one sentence Claude Code prints (a URL of your
 # limits page, a chat channel).

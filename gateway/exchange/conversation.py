@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
+
+import orjson
 
 from accounts.db import DatabaseUnavailable, hop
 from conversations import store
@@ -149,14 +152,18 @@ class Conversations:
     read finds nothing yet, so it asks the database again for up to ``wait`` seconds before it says
     the id is unknown (a commit takes milliseconds; only an id that really is unknown waits it out).
 
-    The cache holds the ``capacity`` most recent answers, and every answer not yet committed (a
-    database that is away keeps them queued, retried at the next commit)."""
+    Every answer not committed yet stays in the cache as it is (a database that is away keeps them
+    queued, retried at the next commit). A committed answer stays packed (its JSON, compressed: a
+    small part of the parsed objects' memory) among the most recent ``capacity_bytes``; agents resend
+    whole conversations, so a bound in answers would be no bound in memory."""
 
-    def __init__(self, capacity: int = 4096, wait: float = 2.0, poll: float = 0.05) -> None:
-        self.capacity = capacity
+    def __init__(self, capacity_bytes: int = 8 * 1024 * 1024, wait: float = 2.0, poll: float = 0.05) -> None:
+        self.capacity_bytes = capacity_bytes
         self.wait = wait
         self.poll = poll
-        self._recent: OrderedDict[tuple[int | None, str], store.Entry] = OrderedDict()
+        self._pending: dict[tuple[int | None, str], store.Entry] = {}
+        self._recent: OrderedDict[tuple[int | None, str], bytes] = OrderedDict()
+        self._recent_bytes = 0
         self._queued: list[store.Entry] = []
         self._committing: asyncio.Task[None] | None = None
 
@@ -164,10 +171,9 @@ class Conversations:
 
     def keep(self, entry: store.Entry) -> None:
         key = (entry.client_key_id, entry.response_id)
-        self._recent[key] = entry
-        self._recent.move_to_end(key)
+        self._forget(key)
+        self._pending[key] = entry
         self._queued.append(entry)
-        self._trim()
         if self._committing is None or self._committing.done():
             self._committing = asyncio.get_running_loop().create_task(self._commit())
 
@@ -175,20 +181,31 @@ class Conversations:
         while self._queued:
             group, self._queued = self._queued, []
             try:
-                await hop(store.save_many, group)
+                packed = await hop(_save_and_pack, group)
             except Exception:  # noqa: BLE001 - kept queued (and served from the cache) for the next try
                 log.warning("%d stored answer(s) not committed yet; retrying", len(group), exc_info=True)
                 self._queued[:0] = group
                 await asyncio.sleep(1.0)
-            self._trim()
+                continue
+            for entry, blob in zip(group, packed, strict=True):
+                key = (entry.client_key_id, entry.response_id)
+                if self._pending.get(key) is entry:  # not replaced or deleted meanwhile
+                    del self._pending[key]
+                    if blob is not None:
+                        self._remember(key, blob)
 
-    def _trim(self) -> None:
-        pending = {id(e) for e in self._queued}
-        while len(self._recent) > self.capacity:
-            oldest_key, oldest = next(iter(self._recent.items()))
-            if id(oldest) in pending:
-                break  # an answer not committed yet stays, however many there are
-            del self._recent[oldest_key]
+    def _remember(self, key: tuple[int | None, str], blob: bytes) -> None:
+        self._recent[key] = blob
+        self._recent_bytes += len(blob)
+        while self._recent_bytes > self.capacity_bytes and self._recent:
+            _, oldest = self._recent.popitem(last=False)
+            self._recent_bytes -= len(oldest)
+
+    def _forget(self, key: tuple[int | None, str]) -> store.Entry | None:
+        blob = self._recent.pop(key, None)
+        if blob is not None:
+            self._recent_bytes -= len(blob)
+        return self._pending.pop(key, None)
 
     async def flush(self) -> None:
         """Commit what is queued (the gateway stopping)."""
@@ -201,7 +218,15 @@ class Conversations:
     # ---------------------------------------------------------------- reading
 
     def _cached(self, response_id: str, key_id: int | None) -> store.Entry | None:
-        return self._recent.get((key_id, response_id))
+        key = (key_id, response_id)
+        entry = self._pending.get(key)
+        if entry is not None:
+            return entry
+        blob = self._recent.get(key)
+        if blob is None:
+            return None
+        self._recent.move_to_end(key)
+        return store.Entry(**orjson.loads(zlib.decompress(blob)))
 
     async def taken(self, response_id: str, key_id: int | None) -> bool:
         """Whether ``key_id`` holds an answer of that id already (here or in the database)."""
@@ -259,10 +284,26 @@ class Conversations:
         return entry, [*store.conversation(before), *entry.input_items]
 
     async def delete(self, response_id: str, key_id: int | None) -> bool:
-        cached = self._recent.pop((key_id, response_id), None)
-        if cached is not None:
-            self._queued = [e for e in self._queued if e is not cached]
-        return await hop(store.delete, response_id, key_id) or cached is not None
+        pending = self._forget((key_id, response_id))
+        if pending is not None:
+            self._queued = [e for e in self._queued if e is not pending]
+        return await hop(store.delete, response_id, key_id) or pending is not None
+
+
+def _save_and_pack(group: list[store.Entry]) -> list[bytes | None]:
+    """Commit a group, and pack each answer for the cache (None: one orjson cannot write, a lone
+    surrogate say; the database has it, written the tolerant way)."""
+
+    store.save_many(group)
+    packed: list[bytes | None] = []
+    for entry in group:
+        try:
+            # compressed: conversations repeat themselves, and orjson's own buffer is several times
+            # the length it returns (a copy of exact size is made either way)
+            packed.append(zlib.compress(orjson.dumps(entry), 1))
+        except orjson.JSONEncodeError:
+            packed.append(None)
+    return packed
 
 
 async def shown_id(ex: Answered, upstream_id: str | None, stored: Conversations) -> str | None:

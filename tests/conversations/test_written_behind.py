@@ -5,6 +5,9 @@ commit), answers that arrive during a commit share the next one, and a failed co
 from __future__ import annotations
 
 import asyncio
+import random
+import string
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -160,16 +163,30 @@ def test_deleting_takes_the_answer_out_of_the_cache_and_the_database() -> None:
     asyncio.run(go())
 
 
-def test_the_cache_forgets_the_oldest_committed_answers_past_its_capacity() -> None:
+def test_the_cache_holds_committed_answers_within_its_bytes_and_reads_older_ones_from_the_database() -> None:
+    """Agents resend whole conversations, so each answer may carry hundreds of kilobytes: 40 answers
+    of 200 KB kept in a process whose cache is 1 MiB leave it holding about a megabyte, not 8."""
+
     async def go() -> None:
-        stored = Conversations(capacity=3, wait=0.1)
-        for n in range(6):
-            stored.keep(entry(n))
-        await settled(stored)
-        stored.keep(entry(6))
-        await settled(stored)
-        assert len(stored._recent) <= 3
-        assert (await stored.find("resp_0", 1)) is not None  # from the database now
+        stored = Conversations(capacity_bytes=1024 * 1024, wait=0.1)
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(40):
+            noise = "".join(random.Random(n).choices(string.ascii_letters, k=200_000))  # hardly compressible
+            stored.keep(entry(n, text=f"{n:03d}{noise}"))
+            await settled(stored)
+        held = tracemalloc.get_traced_memory()[0] - before
+        tracemalloc.stop()
+        assert held < 3 * 1024 * 1024, held
+        oldest, newest = await stored.find("resp_0", 1), await stored.find("resp_39", 1)
+        assert oldest is not None and oldest.response["output"][0].startswith("000")  # from the database
+        assert newest is not None and newest.response["output"][0].startswith("039")
+        # With the rows gone, only what the cache holds is still found: the newest, not the oldest.
+        await sync_to_async(StoredResponse.objects.all().delete)()
+        assert await stored.find("resp_0", 1) is None
+        kept = await stored.find("resp_39", 1)
+        assert kept is not None and kept.response["output"][0].startswith("039")
+        assert newest.input_items == [{"type": "message", "role": "user", "content": "q39"}]
 
     asyncio.run(go())
 
