@@ -58,7 +58,8 @@ ASGI_APPLICATION = "gateway.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # Ahead of the apps' own directories: it overrides the admin's templates (admin/base_site.html).
+        "DIRS": [Path(__file__).resolve().parent / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
