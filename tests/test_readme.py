@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import io
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 
+from accounts import configversion
 from accounts.config_file import load_file
 from gateway.exchange.routing import resolve
 from gateway.state import _load
@@ -78,3 +81,23 @@ def test_the_demo_pool_routes_every_model_readme_names(model: str) -> None:
     load_file(ROOT / "deploy" / "demo.toml")
     route = resolve(model, _load())
     assert route.provider.base_url.startswith("http://127.0.0.1:9300/")
+
+
+def loadconfig(path: Path, text: str) -> str:
+    path.write_text(text)
+    out = io.StringIO()
+    call_command("loadconfig", str(path), stdout=out)
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+def test_loadconfig_run_twice_says_that_nothing_changed_and_changes_nothing(tmp_path: Path) -> None:
+    demo, path = (ROOT / "deploy" / "demo.toml").read_text(), tmp_path / "pool.toml"
+    assert "client_keys: 2 created, 0 updated, 0 unchanged" in loadconfig(path, demo)
+    version = configversion.read()
+    again = loadconfig(path, demo)
+    assert "accounts: 0 created, 0 updated, 9 unchanged" in again and "Nothing changed" in again
+    assert configversion.read() == version  # nothing written: no gateway process re-reads its configuration
+    changed = loadconfig(path, demo.replace('key = "gw-demo-key"', 'key = "gw-demo-key"\nrate_limit_per_minute = 60'))
+    assert "client_keys: 0 created, 1 updated, 1 unchanged" in changed and "Nothing changed" not in changed
+    assert configversion.read() > version
