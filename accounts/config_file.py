@@ -7,9 +7,9 @@ import tomllib
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from django.db import transaction
+from django.db import models, transaction
 
 from .imports import opening_balance
 from .model_metadata import validate_metadata
@@ -19,6 +19,7 @@ from .prices import validate_prices
 from .rules import validate_rules
 from .secrets import hash_client_key
 
+M = TypeVar("M", bound=models.Model)
 PROTOCOLS = {name for name, _ in PROTOCOL_CHOICES}
 PROVIDER_FIELDS = {
     "headers": dict, "selection": str, "connect_timeout": float, "first_byte_timeout": float,
@@ -34,14 +35,22 @@ class ConfigError(ValueError):
     pass
 
 
+KINDS = ("providers", "accounts", "aliases", "client_keys")
+
+
 @dataclass
 class LoadReport:
-    created: dict[str, int] = field(default_factory=lambda: {"providers": 0, "accounts": 0, "aliases": 0, "client_keys": 0})
-    updated: dict[str, int] = field(default_factory=lambda: {"providers": 0, "accounts": 0, "aliases": 0, "client_keys": 0})
+    created: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    updated: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    unchanged: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))  # already as the file says
     balances_kept: int = 0  # live balances that differ from the file's and were left alone
 
-    def count(self, kind: str, created: bool) -> None:
-        (self.created if created else self.updated)[kind] += 1
+    def count(self, kind: str, created: bool, changed: bool = True) -> None:
+        (self.created if created else self.updated if changed else self.unchanged)[kind] += 1
+
+    @property
+    def changed(self) -> bool:
+        return any(self.created.values()) or any(self.updated.values())
 
 
 def _require(obj: dict[str, Any], key: str, where: str, kind: type = str) -> Any:
@@ -78,22 +87,37 @@ def load(data: dict[str, Any], reset_balances: bool = False) -> LoadReport:
             if problems := validate_metadata(a["metadata"]):
                 raise ConfigError(f"{where}.metadata: " + "; ".join(problems))
             defaults["metadata"] = a["metadata"]
-        _, created = ModelAlias.objects.update_or_create(name=name, provider=provider, defaults=defaults)
-        report.count("aliases", created)
+        _, created, changed = _upsert(ModelAlias, {"name": name, "provider": provider}, defaults)
+        report.count("aliases", created, changed)
     for i, k in enumerate(data.get("client_keys", [])):
         where = f"client_keys[{i}]"
         key = ApiKey(name=_require(k, "name", where))
         key.set_key(_require(k, "key", where))
-        _, created = ApiKey.objects.update_or_create(
-            name=key.name, defaults={"key_hash": hash_client_key(k["key"]), "key_hint": key.key_hint,
-                                     "allowed_models": list(k.get("allowed_models", [])),
-                                     "rate_limit_per_minute": k.get("rate_limit_per_minute"),
-                                     "daily_token_limit": k.get("daily_token_limit"),
-                                     "max_concurrent_requests": k.get("max_concurrent_requests"),
-                                     **{f: _usd(k.get(f), f"{where}.{f}") for f in ApiKey.USD_BUDGETS},
-                                     "active": bool(k.get("active", True))})
-        report.count("client_keys", created)
+        _, created, changed = _upsert(ApiKey, {"name": key.name}, {
+            "key_hash": hash_client_key(k["key"]), "key_hint": key.key_hint,
+            "allowed_models": list(k.get("allowed_models", [])),
+            "rate_limit_per_minute": k.get("rate_limit_per_minute"),
+            "daily_token_limit": k.get("daily_token_limit"),
+            "max_concurrent_requests": k.get("max_concurrent_requests"),
+            **{f: _usd(k.get(f), f"{where}.{f}") for f in ApiKey.USD_BUDGETS},
+            "active": bool(k.get("active", True))})
+        report.count("client_keys", created, changed)
     return report
+
+
+def _upsert(model: type[M], lookup: dict[str, Any], values: dict[str, Any]) -> tuple[M, bool, bool]:
+    """``update_or_create`` that saves only a row that differs from ``values``: (row, created, changed).
+    A second run of the same file writes nothing, so it bumps no configuration version either."""
+
+    obj = model._default_manager.filter(**lookup).first()
+    if obj is None:
+        return model._default_manager.create(**lookup, **values), True, True
+    changed = {name: value for name, value in values.items() if getattr(obj, name) != value}
+    for name, value in changed.items():
+        setattr(obj, name, value)
+    if changed:
+        obj.save(update_fields=list(changed))
+    return obj, False, bool(changed)
 
 
 def _usd(value: Any, where: str) -> Decimal | None:
@@ -132,8 +156,8 @@ def _load_provider(p: dict[str, Any], where: str, report: LoadReport, reset_bala
         raise ConfigError(f"{where}: " + "; ".join(problems))
     if "prices" in defaults and (problems := validate_prices(defaults["prices"])):
         raise ConfigError(f"{where}.prices: " + "; ".join(problems))
-    provider, created = Provider.objects.update_or_create(name=name, defaults=defaults)
-    report.count("providers", created)
+    provider, created, changed = _upsert(Provider, {"name": name}, defaults)
+    report.count("providers", created, changed)
     for j, a in enumerate(p.get("accounts", [])):
         awhere = f"{where}.accounts[{j}]"
         label = _require(a, "label", awhere)
@@ -142,13 +166,15 @@ def _load_provider(p: dict[str, Any], where: str, report: LoadReport, reset_bala
         created = account is None
         if account is None:
             account = Account(provider=provider, label=label)
+        dirty: set[str] = set()
         if created or _secret_differs(account, secret):
             account.set_secret(secret)
-        if "balance" in a:
-            balance = Decimal(str(a["balance"]))
+            dirty |= {"secret_encrypted", "key_hint"}
+        if "balance" in a and account.balance != (balance := Decimal(str(a["balance"]))):
             if opening_balance(account, reset_balances):
                 account.balance = balance
-            elif account.balance != balance:
+                dirty.add("balance")
+            else:
                 report.balances_kept += 1
         for name in ("weight", "tier", "max_concurrent"):
             if name in a:
@@ -157,9 +183,14 @@ def _load_provider(p: dict[str, Any], where: str, report: LoadReport, reset_bala
                     if not (name == "max_concurrent" and value is None):
                         raise ConfigError(f"{awhere}: '{name}' must be a whole number"
                                           f"{' of 0 or more' if name == 'weight' else ' of 1 or more'}")
-                setattr(account, name, value)
-        account.save()
-        report.count("accounts", created)
+                if getattr(account, name) != value:
+                    setattr(account, name, value)
+                    dirty.add(name)
+        if created:
+            account.save()
+        elif dirty:
+            account.save(update_fields=sorted(dirty))
+        report.count("accounts", created, bool(dirty))
 
 
 def _secret_differs(account: Account, secret: str) -> bool:

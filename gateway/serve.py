@@ -192,8 +192,8 @@ def config(app: Any, host: str, port: int, **overrides: Any) -> uvicorn.Config:
     return uvicorn.Config(app, **options)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m gateway.serve", description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None, prog: str = "python -m gateway.serve") -> None:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])

@@ -6,6 +6,7 @@ SQLite and the in-memory channel layer are the embedded default;
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import django_stubs_ext
@@ -14,7 +15,11 @@ import environ
 # Django's generic classes (ModelAdmin, ModelForm, ...) take type arguments at run time as in the stubs.
 django_stubs_ext.monkeypatch()
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+_SOURCE = Path(__file__).resolve().parent.parent
+# Where the gateway keeps what is its own on this host: its `.env`, the SQLite database, the request-log
+# spool, collected static files. GATEWAY_HOME when set; else the checkout it runs from (`make run`,
+# whatever the current directory); an installed wheel has no checkout, so the current directory.
+BASE_DIR = Path(os.environ.get("GATEWAY_HOME") or (_SOURCE if (_SOURCE / "manage.py").is_file() else Path.cwd())).absolute()
 
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
@@ -58,7 +63,8 @@ ASGI_APPLICATION = "gateway.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # Ahead of the apps' own directories: it overrides the admin's templates (admin/base_site.html).
+        "DIRS": [Path(__file__).resolve().parent / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

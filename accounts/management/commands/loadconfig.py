@@ -18,7 +18,10 @@ class Command(BaseCommand):
         except (ConfigError, OSError) as exc:
             raise CommandError(str(exc)) from exc
         for kind in report.created:
-            self.stdout.write(f"{kind}: {report.created[kind]} created, {report.updated[kind]} updated")
+            self.stdout.write(f"{kind}: {report.created[kind]} created, {report.updated[kind]} updated, "
+                              f"{report.unchanged[kind]} unchanged")
+        if not report.changed:
+            self.stdout.write("Nothing changed: the database already holds what the file says.")
         if report.balances_kept:
             self.stdout.write(f"{report.balances_kept} live account balance(s) differ from the file and were kept; "
                               "--reset-balances sets them from the file")
