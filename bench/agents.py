@@ -140,9 +140,10 @@ class Tally:
 def request_of(kind: str, session: str, history: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, str]]:
     mark = {"type": "ephemeral"}
     if kind == "claude":
-        last = history[-1]
-        messages = [*history[:-1], {"role": "user", "content": [{"type": "text", "text": last["content"],
-                                                                  "cache_control": mark}]}]
+        # Claude Code sends every message as a list of blocks and marks only the newest: the turn
+        # before's marked block must be the same block unmarked now, or its cache is never read.
+        messages = [{"role": m["role"], "content": [{"type": "text", "text": m["content"]}]} for m in history]
+        messages[-1]["content"][0]["cache_control"] = mark
         return ({"model": f"ag-claude/{MODEL}", "max_tokens": 32000,
                  "system": [{"type": "text", "text": SYSTEM, "cache_control": mark}],
                  "tools": [{**t, "cache_control": mark} if i == len(TOOLS) - 1 else t for i, t in enumerate(TOOLS)],
@@ -191,7 +192,7 @@ async def one_session(http: Any, url: str, kind: str, turns: int, tally: Tally) 
                         tally.error_samples.append(f"{response.status} {str(answer)[:200]}")
                     history.append({"role": "assistant", "content": "(failed)"})
                     continue
-        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
+        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
             tally.errors += 1
             tally.error_samples.append(type(exc).__name__)
             history.append({"role": "assistant", "content": "(failed)"})
