@@ -29,7 +29,7 @@ affinity and quota tracking add per request: the session's identity from a Claud
 body, the selector's pick over a pool that answers at once (against that pool alone; both run
 without an event loop, whose round costs more than the pick), and reading an answer's rate-limit
 headers (the selector's figure includes that read; it is also shown alone). Each figure is the
-best of 20 slices, and the metrics observer's (README: 5–12 µs a request) is measured alike
+best of many short slices, and the metrics observer's (README: 5–12 µs a request) is measured alike
 beside them, so that a busy machine's figures can be read at scale.
 """
 
@@ -319,14 +319,16 @@ def measure_overhead(rounds: int) -> dict[str, Any]:
                       "anthropic-ratelimit-input-tokens-remaining": "29000",
                       "anthropic-ratelimit-input-tokens-reset": "2030-01-01T00:00:10Z"}
 
-    def timed(*fns: Any, slices: int = 20) -> list[float]:
-        """µs a call of each: the best of ``slices`` slices, taken in turns (a shared machine's noise only
-        ever adds, and two figures to be subtracted meet the same noise)."""
+    def timed(*fns: Any) -> list[float]:
+        """µs a call of each: the best of many short slices (200 calls, a few ms: shorter than a busy
+        scheduler's time slice), taken in turns (a shared machine's noise only ever adds, and two
+        figures to be subtracted meet the same noise)."""
 
         for fn in fns:
             for _ in range(200):
                 fn()
-        per_slice = max(1, rounds // slices)
+        per_slice = 200
+        slices = max(20, rounds // per_slice)
         best = [float("inf")] * len(fns)
         for _ in range(slices):
             for i, fn in enumerate(fns):
@@ -378,7 +380,7 @@ def measure_overhead(rounds: int) -> dict[str, Any]:
                                               lambda: selector.headroom.observe(1, 3, 200, answer_headers))
     from .features import metrics_us
 
-    return {"reference_metrics_observer_us": round(min(metrics_us(max(1, rounds // 20)) for _ in range(20)), 2),
+    return {"reference_metrics_observer_us": round(min(metrics_us(200) for _ in range(max(20, rounds // 200))), 2),
             "bytes_per_tracked_session": round(per_session), "session_identity_us": round(session_us, 2),
             "session_identity_from_prefix_us": round(prefix_us, 2),
             "selector_us": round(selector_us, 2), "rate_limit_headers_us": round(observe_us, 2),
