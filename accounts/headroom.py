@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import email.utils
+import functools
 import re
 import time
 from collections.abc import Mapping
@@ -102,22 +103,27 @@ class Headroom:
             return None
 
 
+# (kind, remaining, reset, limit) header names of each family, spelt once: every answer is read.
+_ANTHROPIC_HEADERS = tuple((kind, f"anthropic-ratelimit-{name}-remaining", f"anthropic-ratelimit-{name}-reset",
+                            f"anthropic-ratelimit-{name}-limit") for kind, name in _ANTHROPIC.items())
+_OPENAI_HEADERS = tuple((kind, f"x-ratelimit-remaining-{name}", f"x-ratelimit-reset-{name}",
+                         f"x-ratelimit-limit-{name}") for kind, name in _OPENAI.items())
+
+
 def parse(headers: Mapping[str, str], now: float | None = None) -> dict[str, Limit]:
     """The limits an answer's headers report, by kind (empty when it reports none)."""
 
     now = time.time() if now is None else now
     out: dict[str, Limit] = {}
-    for kind, name in _ANTHROPIC.items():
-        remaining = _int(headers.get(f"anthropic-ratelimit-{name}-remaining"))
+    for kind, remaining_name, reset_name, limit_name in _ANTHROPIC_HEADERS:
+        remaining = _int(headers.get(remaining_name))
         if remaining is not None:
-            out[kind] = Limit(remaining, _rfc3339(headers.get(f"anthropic-ratelimit-{name}-reset")),
-                              _int(headers.get(f"anthropic-ratelimit-{name}-limit")))
-    for kind, name in _OPENAI.items():
-        remaining = _int(headers.get(f"x-ratelimit-remaining-{name}"))
+            out[kind] = Limit(remaining, _rfc3339(headers.get(reset_name)), _int(headers.get(limit_name)))
+    for kind, remaining_name, reset_name, limit_name in _OPENAI_HEADERS:
+        remaining = _int(headers.get(remaining_name))
         if remaining is not None and kind not in out:
-            seconds = duration(headers.get(f"x-ratelimit-reset-{name}"))
-            out[kind] = Limit(remaining, now + seconds if seconds is not None else 0.0,
-                              _int(headers.get(f"x-ratelimit-limit-{name}")))
+            seconds = duration(headers.get(reset_name))
+            out[kind] = Limit(remaining, now + seconds if seconds is not None else 0.0, _int(headers.get(limit_name)))
     return out
 
 
@@ -139,6 +145,7 @@ def retry_after(headers: Mapping[str, str], now: float | None = None) -> float |
     return parsed.timestamp() if parsed.tzinfo else None
 
 
+@functools.lru_cache(maxsize=1024)  # an account's answers repeat their resets; parsing one is most of a read
 def duration(value: str | None) -> float | None:
     """OpenAI's reset durations (Go's form): ``1s``, ``6m0s``, ``20ms``, ``1h2m3.5s``; a bare number is seconds."""
 
@@ -155,6 +162,7 @@ def duration(value: str | None) -> float | None:
     return sum(float(n) * _UNIT[u] for n, u in parts)
 
 
+@functools.lru_cache(maxsize=1024)
 def _rfc3339(value: str | None) -> float:
     if not value:
         return 0.0
@@ -169,7 +177,7 @@ def _int(value: str | None) -> int | None:
     if value is None:
         return None
     try:
-        return int(value.strip())
+        return int(value)  # surrounding whitespace allowed
     except ValueError:
         try:
             return int(float(value))

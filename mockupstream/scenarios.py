@@ -62,6 +62,9 @@ model                      answer
                            ``shell.py``), finish tool_calls. When the last user
                            message holds tool results: text "The command printed:
                            <their text>", finish stop. No shell tool: plain text
+``mock-shell-reasoning``   ``mock-shell`` whose tool call comes after reasoning
+                           signed for the account (as ``mock-reasoning``'s): an
+                           agent's tool loop sends it back with the tool's result
 ``mock-reasoning``         reasoning "Let me think about this." in deltas with
                            a signature bound to the key (below), then the plain text; usage
                            reasoning_tokens = reasoning deltas
@@ -149,7 +152,7 @@ STALL_SECONDS = 120.0
 MALFORMED_LINE = b"data: {not json\n\n"
 
 MODELS = [
-    "mock-text", "mock-tool", "mock-parallel", "mock-shell", "mock-reasoning", "mock-long", "mock-slow",
+    "mock-text", "mock-tool", "mock-parallel", "mock-shell", "mock-shell-reasoning", "mock-reasoning", "mock-long", "mock-slow",
     "mock-delay-1000", "mock-nonstandard", "mock-disconnect", "mock-truncated", "mock-stall",
     "mock-malformed",
 ]
@@ -311,8 +314,8 @@ def plan(req: ir.Request, protocol: str) -> Plan:
     match model:
         case "mock-tool" | "mock-parallel" if req.tools:
             return _tool_plan(req, head, parallel=model == "mock-parallel")
-        case "mock-shell" if (tool := shell.shell_tool(req)) is not None:
-            return _shell_plan(req, head, tool)
+        case "mock-shell" | "mock-shell-reasoning" if (tool := shell.shell_tool(req)) is not None:
+            return _shell_plan(req, head, tool, reasoning=model == "mock-shell-reasoning")
         case "mock-reasoning":
             return _simple(model, head + _reasoning_answer(req))
         case "mock-long":
@@ -422,14 +425,21 @@ def _tool_plan(req: ir.Request, head: list[ir.Event], parallel: bool) -> Plan:
     return _simple(req.model, events)
 
 
-def _shell_plan(req: ir.Request, head: list[ir.Event], tool: shell.ShellTool) -> Plan:
+def _shell_plan(req: ir.Request, head: list[ir.Event], tool: shell.ShellTool, reasoning: bool = False) -> Plan:
     results = _last_tool_results(req)
     if results is not None:
         return _simple(req.model, head + _text_answer(req, _pieces("The command printed: " + results)))
     args = _fragments(sse.dumps(tool.arguments(shell.marker_command(req))))
-    events: list[ir.Event] = [*head, ir.BlockStart(0, "tool_call", id=new_id("call_"), name=tool.name)]
-    events += [ir.BlockDelta(0, "arguments", frag) for frag in args]
-    events += [ir.BlockStop(0), *_tail(req, len(args), ir.FinishReason.TOOL_CALLS)]
+    events: list[ir.Event] = list(head)
+    thought = _pieces(THINKING) if reasoning else []
+    if reasoning:  # the server mints the signature for the account that answers (minted.bind)
+        events += [ir.BlockStart(0, "reasoning"), *(ir.BlockDelta(0, "reasoning", p) for p in thought),
+                   ir.BlockDelta(0, "signature", new_id("sig-")), ir.BlockStop(0)]
+    at = 1 if reasoning else 0
+    events.append(ir.BlockStart(at, "tool_call", id=new_id("call_"), name=tool.name))
+    events += [ir.BlockDelta(at, "arguments", frag) for frag in args]
+    events += [ir.BlockStop(at), *_tail(req, len(args) + len(thought), ir.FinishReason.TOOL_CALLS,
+                                        len(thought) if reasoning else None)]
     return _simple(req.model, events)
 
 

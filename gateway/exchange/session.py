@@ -78,7 +78,9 @@ def session_of(client: str, headers: Mapping[str, str], body: Mapping[str, Any],
     prefix = _prefix(client, body)
     if prefix is None:
         return None
-    return Session(_digest(key_id, PREFIX, prefix), PREFIX, ttl)
+    # The prefix is kilobytes (a system prompt, the first message): SHA-256, which CPUs compute in
+    # hardware, reads it in half the time BLAKE2b takes (make bench: a session named by its prefix).
+    return Session(_digest(key_id, PREFIX, hashlib.sha256(prefix).digest()), PREFIX, ttl)
 
 
 def _digest(key_id: int | None, signal: str, raw: bytes) -> bytes:

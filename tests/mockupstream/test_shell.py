@@ -73,3 +73,13 @@ def test_answers_with_what_the_tool_printed_once_the_result_is_back() -> None:
 def test_without_a_shell_tool_it_answers_the_plain_text(tools: list[ir.Tool]) -> None:
     resp = fold.fold(scenarios.plan(ask("Run `echo x`.", tools=tools), "openai_chat").answer)
     assert [b.text for b in resp.blocks] == [scenarios.HELLO]
+
+
+def test_mock_shell_reasoning_thinks_first_then_calls_the_shell_tool() -> None:
+    req = ask("Run `echo acc-tool-ok-42`.", tools=[BASH])
+    req.model = "mock-shell-reasoning"
+    resp = fold.fold(scenarios.plan(req, "anthropic").answer)
+    assert [b.kind for b in resp.blocks] == ["reasoning", "tool_call"]
+    assert resp.blocks[0].text == scenarios.THINKING and resp.blocks[0].signature
+    assert json.loads(resp.blocks[1].text) == {"command": "echo acc-tool-ok-42"}
+    assert resp.finish is not None and resp.finish.reason is ir.FinishReason.TOOL_CALLS
