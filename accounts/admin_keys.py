@@ -94,14 +94,14 @@ class ApiKeyAdmin(admin.ModelAdmin[ApiKey]):
     list_filter = ["active", "team", ("expires_at", admin.EmptyFieldListFilter)]
     list_select_related = ["team"]
     search_fields = ["name", "key_hint"]
-    readonly_fields = ["key_hint", "last_used_at", "previous_key_hint", "requests", "errors", "input_tokens",
+    readonly_fields = ["key_hint", "last_use", "previous_key_hint", "requests", "errors", "input_tokens",
                        "output_tokens", "created_at"]
     actions = ["rotate_keys", "deactivate_keys", "activate_keys"]
 
     def get_fieldsets(self, request: HttpRequest, obj: ApiKey | None = None) -> _FieldsetSpec:
         key: tuple[str, ...] = ("name", "team", "allowed_models", "active", "expires_at")
         if obj is not None:
-            key = ("name", "key_hint", "team", "allowed_models", "active", "expires_at", "last_used_at")
+            key = ("name", "key_hint", "team", "allowed_models", "active", "expires_at", "last_use")
         sets: list[tuple[str | _StrPromise | None, _FieldOpts]] = [
             (None, {"fields": key}),
             ("Limits", {"fields": ("rate_limit_per_minute", "daily_token_limit", "max_concurrent_requests",
@@ -121,6 +121,10 @@ class ApiKeyAdmin(admin.ModelAdmin[ApiKey]):
     @admin.display(description="last used", ordering="last_used_at")
     def last_used(self, obj: ApiKey) -> str:
         return short_when(obj.last_used_at)
+
+    @admin.display(description="last used")
+    def last_use(self, obj: ApiKey) -> str:
+        return when(obj.last_used_at) if obj.last_used_at else "never"
 
     def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
         if not change:
