@@ -1,6 +1,6 @@
 """Teams from outside: a team's USD budget is spent by all of its keys together (one key spends it, the
 team's other key is refused, a key of no team is not), its allowed models narrow each key's, and
-its spend is on the dashboard and in the CSV exports."""
+its spend is on the dashboard and in the CSV exports; the alert of a team's budget names the team."""
 
 from __future__ import annotations
 
@@ -16,8 +16,10 @@ import pytest
 
 from accounts.config_file import load
 from accounts.models import ApiKey, RequestLog, Team
+from alerts.models import Webhook
 from tests.e2e.conftest import pool_config
 from tests.e2e.keyadmin import chat, message
+from tests.e2e.test_alerts import Receiver, alerting, receiver  # noqa: F401 - fixtures
 from tests.e2e.test_changes_take_effect import staff_session
 from tests.servers import Server, seen
 
@@ -123,3 +125,15 @@ def test_the_dashboard_and_the_csvs_show_each_teams_spend(pool: Any, gateway: Se
     row = row[:row.index("</tr>")]
     assert team.name in row and "$100.00" in row and 'data-field="requests">3<' in row
     dashboard.close()
+
+
+def test_a_team_budget_reached_is_alerted_naming_the_team(alerting: Server, mock_upstream: Server,
+                                                          receiver: Receiver) -> None:
+    Webhook.objects.create(name="teams", url=receiver.url, on_account_disabled=False, on_provider_low=False)
+    team, (first, second) = team_with_keys(mock_upstream, alerting, 2, usd_budget_day=Decimal("0.005"))
+    assert chat(alerting, first)[0] == 200 and chat(alerting, second)[0] == 429
+    [alert] = receiver.wait_for(1)
+    assert (alert["event"], alert["team"], alert["client_key"], alert["limit"]) == (
+        "budget_reached", team.name, f"{team.name}-1", "$0.005")
+    assert alert["text"] == (f"Team {team.name} reached its budget of $0.005 in the last 24 hours "
+                             f"(refused client key {team.name}-1).")
