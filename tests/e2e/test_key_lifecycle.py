@@ -139,7 +139,7 @@ def test_a_keys_last_use_is_stamped_and_shown_after_a_request(ready: Server) -> 
 
 
 def test_keys_deactivated_in_bulk_are_refused_from_their_next_request(ready: Server) -> None:
-    (a, plain_a), (b, plain_b), (c, plain_c) = new_key("bulk-a"), new_key("bulk-b"), new_key("bulk-c")
+    (a, plain_a), (b, plain_b), (_, plain_c) = new_key("bulk-a"), new_key("bulk-b"), new_key("bulk-c")
     assert [chat(ready, p)[0] for p in (plain_a, plain_b, plain_c)] == [200, 200, 200]
     page = key_action(ready, staff_session(), "deactivate_keys", [a, b])
     assert "Deactivated 2 key(s)" in page

@@ -59,7 +59,7 @@ def test_a_team_budget_spent_by_one_key_refuses_the_teams_other_key(
     assert chat(gateway, first)[0] == 200  # ~$0.007: the request that crosses the budget is served
     status, said = chat(gateway, second)
     assert status == 429
-    assert said.startswith(f"Your team's shared 24-hour USD budget of $0.005 is used up ($0.0")
+    assert said.startswith("Your team's shared 24-hour USD budget of $0.005 is used up ($0.0")
     # Claude Code's words for a group's cap: the team's pool, not the user's own.
     status, said, response = message(gateway, second)
     assert status == 429 and said.startswith("billing_error: Your team's shared 24-hour USD budget")
@@ -127,8 +127,8 @@ def test_the_dashboard_and_the_csvs_show_each_teams_spend(pool: Any, gateway: Se
     dashboard.close()
 
 
-def test_a_team_budget_reached_is_alerted_naming_the_team(alerting: Server, mock_upstream: Server,
-                                                          receiver: Receiver) -> None:
+def test_a_team_budget_reached_is_alerted_naming_the_team(alerting: Server, mock_upstream: Server,  # noqa: F811
+                                                          receiver: Receiver) -> None:  # noqa: F811
     Webhook.objects.create(name="teams", url=receiver.url, on_account_disabled=False, on_provider_low=False)
     team, (first, second) = team_with_keys(mock_upstream, alerting, 2, usd_budget_day=Decimal("0.005"))
     assert chat(alerting, first)[0] == 200 and chat(alerting, second)[0] == 429
