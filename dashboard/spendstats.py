@@ -117,9 +117,11 @@ def team_rows(window: Window) -> list[dict[str, Any]]:
     """Every team with its keys' spend in the window summed (the keys in it now: the same keys whose
     spending its budgets count, ``accounts.models.client_key_ids``), most spent first."""
 
-    spent = by(window, "key")
     rows: dict[int, dict[str, Any]] = {t.pk: {"team": t, "name": t.name, "keys": 0, "spend": Spend()}
                                        for t in Team.objects.order_by("name")}
+    if not rows:
+        return []  # no teams: the buckets are not read a second time for the keys page
+    spent = by(window, "key")
     for key_id, team_id in ApiKey.objects.filter(team__isnull=False).values_list("pk", "team_id"):
         row = rows.get(team_id)
         if row is None:  # a team made since the teams were read
