@@ -20,7 +20,6 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.cache import add_never_cache_headers
 from django.utils.functional import cached_property
 from django.utils.html import format_html
 from django.utils.module_loading import import_string
@@ -29,10 +28,9 @@ from . import imports, pool
 from .formats import money, short_when
 from .headroom import summary as headroom_summary
 from .model_metadata import validate_metadata
-from .models import PROTOCOL_CHOICES, Account, ApiKey, DisableEvent, ModelAlias, Provider, RequestLog
+from .models import PROTOCOL_CHOICES, Account, DisableEvent, ModelAlias, Provider, RequestLog
 from .prices import validate_prices
 from .rules import validate_rules
-from .secrets import new_client_key
 
 if TYPE_CHECKING:
     from django.contrib.admin.options import _FieldGroups
@@ -326,48 +324,6 @@ class AccountAdmin(admin.ModelAdmin[Account]):
         return render(request, "admin/accounts/account/import.html", context)
 
 
-class ApiKeyForm(forms.ModelForm[ApiKey]):
-    class Meta:
-        model = ApiKey
-        fields = ["name", "allowed_models", "active", "rate_limit_per_minute", "daily_token_limit",
-                  "max_concurrent_requests", *ApiKey.USD_BUDGETS]
-
-    def clean_allowed_models(self) -> Any:
-        allowed = self.cleaned_data.get("allowed_models") or []
-        if not isinstance(allowed, list) or not all(isinstance(m, str) and m for m in allowed):
-            raise forms.ValidationError('allowed models must be a list of names or patterns: ["gpt-*"]')
-        return allowed
-
-
-@admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin[ApiKey]):
-    form = ApiKeyForm
-    list_display = ["name", "key_hint", "active", "requests", "errors", "input_tokens", "output_tokens",
-                    "usd_budget_day", "usd_budget_month", "created_at"]
-    list_filter = ["active"]
-    search_fields = ["name", "key_hint"]
-    readonly_fields = ["key_hint", "requests", "errors", "input_tokens", "output_tokens", "created_at"]
-
-    def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
-        if not change:
-            plain = new_client_key()
-            obj.set_key(plain)
-            request._new_client_key = plain  # type: ignore[attr-defined]  # for response_add only
-        super().save_model(request, obj, form, change)
-
-    def response_add(self, request: HttpRequest, obj: ApiKey, post_url_continue: str | None = None) -> HttpResponse:
-        # The key is shown on this one page and stored nowhere else (not in a message, cookie or session).
-        plain = getattr(request, "_new_client_key", None)
-        if plain is None:
-            return super().response_add(request, obj, post_url_continue)
-        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "title": "New client key",
-                   "key": plain, "obj": obj,
-                   "change_url": reverse("admin:accounts_apikey_change", args=[obj.pk])}
-        response = render(request, "admin/accounts/apikey/created.html", context)
-        add_never_cache_headers(response)
-        return response
-
-
 class ModelAliasForm(forms.ModelForm[ModelAlias]):
     class Meta:
         model = ModelAlias
@@ -536,4 +492,4 @@ class RequestLogAdmin(admin.ModelAdmin[RequestLog]):
 
 
 
-from . import admin_orgapi  # noqa: E402,F401  - the admin API's keys and audit trail
+from . import admin_keys, admin_orgapi  # noqa: E402,F401  - client keys and teams; the admin API's keys and audit trail

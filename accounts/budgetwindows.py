@@ -8,7 +8,8 @@ up to one slice further than its name (5 hours and up to 5 minutes). What a key
 spent is the sum over the live slices; when that reaches the limit, the oldest
 slices leaving the window free it.
 
-Pure arithmetic on Unix seconds, kept beside the keys whose budgets it counts:
+Pure arithmetic on Unix seconds, kept beside the keys and teams whose budgets it counts (the
+:class:`Subject` of a budget):
 the gateway's limits enforce it (``gateway.limits.store`` and its Lua use the same
 rules, and ``tests/gateway/limits/test_store.py`` checks that both stores agree),
 and the dashboard shows what each key spent in the same windows.
@@ -48,6 +49,19 @@ class Window:
         """When the slice starting at ``slice_start`` leaves the window (``first`` passes it)."""
 
         return slice_start + self.width + self.seconds
+
+
+KEY, TEAM = "key", "team"
+
+
+@dataclass(frozen=True)
+class Subject:
+    """Whose spending a budget counts: one client key's (``KEY``), or a team's (``TEAM``), summed over
+    the keys in the team (``accounts.models.client_key_ids``)."""
+
+    kind: str
+    id: int
+    name: str
 
 
 def freeing(slices: Mapping[int, int], limit: int) -> int | None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import datetime as dt
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.core.validators import MinValueValidator
@@ -13,6 +15,7 @@ from django.utils import timezone
 from atrest import EncryptedTextField
 
 from . import secrets
+from .budgetwindows import TEAM, Subject
 from .outcomes import ErrorClass, Verdict
 from .pickorder import STRATEGIES, STRATEGY_NAMES
 from .rules import DEFAULT_RULES
@@ -219,7 +222,21 @@ class ApiKey(UsageCounters, UsdBudgets):
         "half-hour slices: it reaches back up to 24.5 hours); empty: no limit"))
     max_concurrent_requests = models.PositiveIntegerField(
         null=True, blank=True, help_text="Requests in flight at once, across gateway processes; empty: no cap")
+    expires_at = models.DateTimeField("expires", null=True, blank=True,
+                                      help_text="Refused from this time on (both secrets); empty: never")
+    # Stamped by the request-log writer, once a batch (a second) per key: never a write per request.
+    last_used_at = models.DateTimeField("last used", null=True, blank=True, editable=False)
+    # The secret before the last rotation (:meth:`rotate`): it keeps working until ``previous_key_until``,
+    # then is refused and its refusals are logged under this key. One at a time: a second rotation
+    # ends the first one's grace.
+    previous_key_hash = models.CharField(max_length=64, null=True, blank=True, unique=True, editable=False)
+    previous_key_hint = models.CharField(max_length=20, blank=True, default="", editable=False)
+    previous_key_until = models.DateTimeField(
+        "old secret works until", null=True, blank=True,
+        help_text="After a rotation, the previous secret is refused from this time on")
     created_at = models.DateTimeField(auto_now_add=True)
+
+    ROTATED_FIELDS = ("key_hash", "key_hint", "previous_key_hash", "previous_key_hint", "previous_key_until")
 
     def __str__(self) -> str:
         return self.name
@@ -227,6 +244,28 @@ class ApiKey(UsageCounters, UsdBudgets):
     def set_key(self, plain: str) -> None:
         self.key_hash = secrets.hash_client_key(plain)
         self.key_hint = secrets.mask(plain)
+
+    def rotate(self, grace: dt.timedelta) -> str:
+        """A new secret with the same settings; the current one keeps working for ``grace`` (0: refused
+        at once). Saved (which bumps the configuration's version: every process sees it on its next
+        request); returns the new secret, to be shown once."""
+
+        plain = secrets.new_client_key()
+        self.previous_key_hash, self.previous_key_hint = self.key_hash, self.key_hint
+        self.previous_key_until = timezone.now() + grace
+        self.set_key(plain)
+        self.save(update_fields=list(self.ROTATED_FIELDS))
+        return plain
+
+
+def client_key_ids(subject: Subject) -> Any:
+    """The client keys whose spending counts against ``subject``'s budgets, for a ``client_key_id__in``
+    lookup: the key itself, or the keys in the team now (a key moved to another team takes its
+    spending with it, as the dashboard's per-team figures do)."""
+
+    if subject.kind == TEAM:
+        return ApiKey.objects.filter(team_id=subject.id).values("pk")
+    return [subject.id]
 
 
 class ModelAlias(models.Model):

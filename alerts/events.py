@@ -91,13 +91,18 @@ def amount(unit: str, limit: int) -> str:
     return dollars(limit) if unit == USD else f"{limit:,} {unit}"
 
 
-def budget_reached(key_name: str, unit: str, limit: int, period: str, scope: str) -> Alert:
+def budget_reached(key_name: str, unit: str, limit: int, period: str, scope: str, team: str = "") -> Alert:
     """A client key's budget refused a request (``scope``: the refusal's identity,
     ``gateway.limits.limits.refusal_event``: the budget and the window-length block it happened in, so
     once per window's length; ``period``: "the last 5 hours"). ``limit`` in the budget's unit
-    (micro-dollars for "usd"); the alert says it in dollars."""
+    (micro-dollars for "usd"); the alert says it in dollars. ``team``: the budget was the key's team's,
+    spent by all of its keys."""
 
     shown = amount(unit, limit)
+    if team:
+        return Alert(BUDGET_REACHED, f"budget:{scope}",
+                     f"Team {team} reached its budget of {shown} in {period} (refused client key {key_name}).",
+                     {"team": team, "client_key": key_name, "unit": unit, "limit": shown, "period": period})
     return Alert(BUDGET_REACHED, f"budget:{scope}",
                  f"Client key {key_name} reached its budget of {shown} in {period}.",
                  {"client_key": key_name, "unit": unit, "limit": shown, "period": period})

@@ -1,4 +1,5 @@
-"""CSV downloads: the request log as filtered on its page, and spend per key, model or provider.
+"""CSV downloads: the request log as filtered on its page, and spend per key (with its team), team, model
+or provider.
 
 The log may hold ten million rows, so its export is streamed: an asynchronous iterator (Django
 consumes a synchronous one whole before sending it under ASGI) that reads one keyset page at a
@@ -46,6 +47,7 @@ def csv_text(rows: Iterable[Sequence[Any]]) -> bytes:
 # (column in the CSV, what is read from the log): plain values, no model instances (a third of the time).
 REQUEST_FIELDS = (
     ("created_at", "created_at"), ("request_id", "request_id"), ("client_key", "client_key_name"),
+    ("team", "team__name"),
     ("client_protocol", "client_protocol"), ("upstream_protocol", "upstream_protocol"),
     ("provider", "provider__name"), ("account", "account__label"), ("model_requested", "model_requested"),
     ("model_sent", "model_sent"), ("stream", "stream"), ("status", "status"), ("error_class", "error_class"),
@@ -99,7 +101,8 @@ def requests_csv(request: HttpRequest) -> HttpResponse:
 
 @staff_page
 def spend_csv(request: HttpRequest) -> HttpResponse:
-    """Spend in the window per ``by``: key (the default), model or provider."""
+    """Spend in the window per ``by``: key (the default; with each key's team), team (its keys' summed),
+    model or provider."""
 
     window = stats.window_from(request.GET.get("window"))
     by = request.GET.get("by", "key")
@@ -109,11 +112,16 @@ def spend_csv(request: HttpRequest) -> HttpResponse:
         rows = spendstats.named(spendstats.by(window, "provider"), spendstats.provider_names())
     elif by == "key":
         rows = spendstats.key_rows(window, "cost")
+    elif by == "team":
+        rows = spendstats.team_rows(window)
     else:
-        return HttpResponse("by must be key, model or provider", status=400, content_type="text/plain; charset=utf-8")
-    lines = [(by, "window", *SPEND_COLUMNS)] + [
-        (r["name"], window.key, r["spend"].requests, r["spend"].errors, r["spend"].input_tokens,
-         r["spend"].output_tokens, r["spend"].cached_tokens, r["spend"].cache_write_tokens, r["spend"].cost)
+        return HttpResponse("by must be key, team, model or provider", status=400,
+                            content_type="text/plain; charset=utf-8")
+    extra = ("team",) if by == "key" else ("keys",) if by == "team" else ()
+    lines = [(by, *extra, "window", *SPEND_COLUMNS)] + [
+        (r["name"], *(r.get(column, "") for column in extra), window.key, r["spend"].requests, r["spend"].errors,
+         r["spend"].input_tokens, r["spend"].output_tokens, r["spend"].cached_tokens, r["spend"].cache_write_tokens,
+         r["spend"].cost)
         for r in rows]
     response = HttpResponse(csv_text(lines), content_type="text/csv; charset=utf-8")
     _attachment(response, f"spend-by-{by}-{window.key}.csv")

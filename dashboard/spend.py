@@ -17,6 +17,8 @@ from typing import Any, Protocol
 
 from django.db.models import Sum
 
+from accounts.budgetwindows import Subject
+from accounts.models import client_key_ids
 from accounts.outcomes import request_failed
 
 from .buckets import Tier, add_in_chunks, add_to_tiers, clear, grouped, querysets
@@ -53,12 +55,14 @@ def usd(nanos_: int | None) -> Decimal:
     return Decimal(nanos_ or 0) / NANOS
 
 
-def spent_by_slice(key_id: int, since: dt.datetime, width: int) -> dict[int, Decimal]:
-    """What a client key spent per slice of ``width`` seconds since a time (a rolling budget's first slice),
-    for the floor under its USD budgets (``GATEWAY_USD_SPENT``): summed by the database from the widest
-    buckets no wider than a slice (a month of 12-hour slices reads hours, not five-minute buckets)."""
+def spent_by_slice(subject: Subject, since: dt.datetime, width: int) -> dict[int, Decimal]:
+    """What a client key (or a team: its keys) spent per slice of ``width`` seconds since a time (a rolling
+    budget's first slice), for the floor under its USD budgets (``GATEWAY_USD_SPENT``): summed by the
+    database from the widest buckets no wider than a slice (a month of 12-hour slices reads hours, not
+    five-minute buckets)."""
 
-    qss = [qs.filter(client_key_id=key_id) for qs in querysets(TIERS, bucket_of(since), int(time.time()), width)]
+    keys = client_key_ids(subject)
+    qss = [qs.filter(client_key_id__in=keys) for qs in querysets(TIERS, bucket_of(since), int(time.time()), width)]
     spent = grouped(qss, {"spent": Sum("cost_nanos")}, step=width)
     return {ident[0]: usd(row["spent"]) for ident, row in spent.items()}
 

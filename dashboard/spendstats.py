@@ -1,4 +1,4 @@
-"""Spend figures per client key, model and provider, read from the spend buckets (``dashboard.spend``).
+"""Spend figures per client key, team, model and provider, read from the spend buckets (``dashboard.spend``).
 
 Like ``stats``, never a scan of the request log: a window is read from the coarsest buckets that fit each
 part of it (``buckets.pieces``), a few dozen rows per (key, provider, model) that had traffic.
@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db.models import QuerySet, Sum
 
-from accounts.models import ApiKey, Provider
+from accounts.models import ApiKey, Provider, Team
 
 from .buckets import grouped, querysets
 from .spend import TIERS, usd
@@ -45,6 +45,10 @@ class Spend(CacheFigures):
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Spend:
         return cls(**{f: row.get(f) or 0 for f in FIELDS})
+
+    def add(self, other: Spend) -> None:
+        for f in FIELDS:
+            setattr(self, f, getattr(self, f) + getattr(other, f))
 
 
 def _sums() -> dict[str, Sum]:
@@ -93,12 +97,12 @@ def key_rows(window: Window, sort: str) -> list[dict[str, Any]]:
     """Every client key with its spend in the window (keys deleted since: one row of their own), sorted."""
 
     spent = by(window, "key")
-    rows: list[dict[str, Any]] = [{"key": k, "name": k.name, "spend": spent.pop(k.pk, Spend())}
-                                  for k in ApiKey.objects.order_by("name")]
+    rows: list[dict[str, Any]] = [{"key": k, "name": k.name, "team": k.team.name if k.team else "",
+                                   "spend": spent.pop(k.pk, Spend())}
+                                  for k in ApiKey.objects.select_related("team").order_by("name")]
     gone = Spend()
     for spend in spent.values():  # id 0 (no key: refused before authentication) or a deleted key
-        for f in FIELDS:
-            setattr(gone, f, getattr(gone, f) + getattr(spend, f))
+        gone.add(spend)
     if gone.requests:
         rows.append({"key": None, "name": "(no key or a deleted key)", "spend": gone})
     attr = SORTS[sort]
@@ -107,6 +111,25 @@ def key_rows(window: Window, sort: str) -> list[dict[str, Any]]:
     else:
         rows.sort(key=lambda r: getattr(r["spend"], attr), reverse=True)
     return rows
+
+
+def team_rows(window: Window) -> list[dict[str, Any]]:
+    """Every team with its keys' spend in the window summed (the keys in it now: the same keys whose
+    spending its budgets count, ``accounts.models.client_key_ids``), most spent first."""
+
+    rows: dict[int, dict[str, Any]] = {t.pk: {"team": t, "name": t.name, "keys": 0, "spend": Spend()}
+                                       for t in Team.objects.order_by("name")}
+    if not rows:
+        return []  # no teams: the buckets are not read a second time for the keys page
+    spent = by(window, "key")
+    for key_id, team_id in ApiKey.objects.filter(team__isnull=False).values_list("pk", "team_id"):
+        row = rows.get(team_id)
+        if row is None:  # a team made since the teams were read
+            continue
+        row["keys"] += 1
+        if key_id in spent:
+            row["spend"].add(spent[key_id])
+    return sorted(rows.values(), key=lambda r: (-r["spend"].cost_nanos, -r["spend"].requests, r["name"]))
 
 
 def named(spent: dict[Any, Spend], names: dict[Any, str]) -> list[dict[str, Any]]:

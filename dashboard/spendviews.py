@@ -1,4 +1,4 @@
-"""The spend pages: client keys (list and one key), and spend per model and provider. Figures from
+"""The spend pages: client keys (list and one key) and teams, and spend per model and provider. Figures from
 ``spendstats`` (the spend buckets), never from the request log."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import SafeString
 
-from accounts.budgetwindows import WINDOWS
-from accounts.models import ApiKey
+from accounts.budgetwindows import KEY, TEAM, WINDOWS, Subject
+from accounts.models import ApiKey, Team
 
 from . import charts, spendstats, stats
 from . import spend as spend_buckets
@@ -21,16 +21,17 @@ from .security import staff_page
 
 
 
-def budgets(key: ApiKey) -> list[dict[str, Any]]:
-    """Each USD budget of the key with what it spent in the budget's rolling window, counted as the gateway
-    counts it (the same slices, from the spend buckets: ``GATEWAY_USD_SPENT``)."""
+def budgets(owner: ApiKey | Team) -> list[dict[str, Any]]:
+    """Each USD budget of a key (or a team) with what it (or its keys) spent in the budget's rolling window,
+    counted as the gateway counts it (the same slices, from the spend buckets: ``GATEWAY_USD_SPENT``)."""
 
     now = time.time()
     out = []
-    for name, limit in key.usd_budget_limits():
+    subject = Subject(TEAM if isinstance(owner, Team) else KEY, owner.pk, owner.name)
+    for name, limit in owner.usd_budget_limits():
         window = WINDOWS[name]
         since = dt.datetime.fromtimestamp(window.first(now), dt.timezone.utc)
-        spent = sum(spend_buckets.spent_by_slice(key.pk, since, window.width).values(), Decimal(0))
+        spent = sum(spend_buckets.spent_by_slice(subject, since, window.width).values(), Decimal(0))
         out.append({"window": window, "limit": limit, "spent": spent, "over": spent >= limit})
     return out
 
@@ -53,6 +54,7 @@ def keys(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/keys.html", {
         "window": window, "windows": stats.WINDOWS.values(), "sort": sort,
         "rows": spendstats.key_rows(window, sort), "total": spendstats.total(window),
+        "teams": [{**row, "budgets": budgets(row["team"])} for row in spendstats.team_rows(window)],
     })
 
 

@@ -110,7 +110,8 @@ class Gateway:
         self.alerts = alert_delivery.AlertWorker(Lease(alert_delivery.LEASE_NAME, options.lease_ttl),
                                                  retry_base=options.alert_retry_seconds, timeout=options.alert_timeout)
         self.limits.budget_refused = lambda key, budget, scope: self.alerts.note(
-            budget_reached(key.name, budget.unit, budget.limit, budget.window.phrase, scope))
+            budget_reached(key.name, budget.unit, budget.limit, budget.window.phrase, scope,
+                           team=budget.subject.name if budget.pool else ""))
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 

@@ -12,6 +12,7 @@ account is usable) is not part of it: see ``accounts.pool``.
 
 from __future__ import annotations
 
+import datetime as dt
 import hmac
 import logging
 import time
@@ -53,6 +54,16 @@ class ProviderInfo:
 
 
 @dataclass(frozen=True)
+class TeamInfo:
+    """A team (accounts.Team) as its keys carry it: budgets and allowed models on top of each key's own."""
+
+    id: int
+    name: str
+    allowed_models: tuple[str, ...] = ()  # empty: no restriction beyond the key's
+    usd_budgets: tuple[tuple[str, int], ...] = ()  # as KeyInfo's, spent by all of the team's keys together
+
+
+@dataclass(frozen=True)
 class KeyInfo:
     id: int
     name: str
@@ -66,6 +77,26 @@ class KeyInfo:
     user_id: int | None = None  # the signed-in developer this key stands for (their bearers act as it)
     surface: str = ""  # a bearer's: the client application its developer signed in with (claude_code)
     active: bool = True  # False: found by its hash but deactivated (refused, the refusal logged under it)
+    team: TeamInfo | None = None  # the team's own limits (an active team's; its id is team_id)
+    expires_at: float | None = None  # Unix seconds: refused from then on
+    # Set on the entry of a rotated key's previous secret only: Unix seconds its grace ends.
+    grace_until: float | None = None
+
+    def refused_now(self, now: float) -> str | None:
+        """Why this key is refused at ``now`` though found and active (expired, or an old secret past its
+        grace), a sentence for the 401; None: it is served. A float compare a request: the snapshot
+        need not change when a time passes."""
+
+        if self.grace_until is not None and now >= self.grace_until:
+            return (f"This API key was rotated: the secret sent stopped working at {_utc(self.grace_until)}; "
+                    "use the key's new secret")
+        if self.expires_at is not None and now >= self.expires_at:
+            return f"This API key expired at {_utc(self.expires_at)}: ask your gateway's administrators for a new one"
+        return None
+
+
+def _utc(seconds: float) -> str:
+    return f"{dt.datetime.fromtimestamp(seconds, dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
 
 
 @dataclass(frozen=True)
@@ -110,27 +141,59 @@ def _load() -> Snapshot:
     for a in ModelAlias.objects.filter(provider__enabled=True).order_by("-priority", "id"):
         snap.aliases.append(AliasInfo(a.name, any(c in a.name for c in "*?["), a.provider_id,
                                       a.upstream_model, a.priority, dict(a.metadata or {})))
-    for k in ApiKey.objects.filter(active=True):
-        snap.keys[k.key_hash] = key_info(k)
+    now = time.time()
+    for k in ApiKey.objects.filter(active=True).select_related("team"):
+        info = key_info(k)
+        if not info.active:  # its team is deactivated: found afresh and refused under its name
+            continue
+        snap.keys[k.key_hash] = info
+        old = previous_secret(k, info)
+        if old is not None and old.grace_until is not None and old.grace_until > now and k.previous_key_hash:
+            snap.keys[k.previous_key_hash] = old  # past its grace it is found afresh, refused and logged
     return snap
 
 
-def key_info(k: Any) -> KeyInfo:
-    usd = tuple((window, micro_dollars(limit)) for window, limit in k.usd_budget_limits())
-    return KeyInfo(k.pk, k.name, tuple(k.allowed_models or ()), k.rate_limit_per_minute, k.daily_token_limit,
-                   k.max_concurrent_requests, usd, team_id=k.team_id, user_id=k.user_id, active=k.active)
+def _usd(owner: Any) -> tuple[tuple[str, int], ...]:
+    return tuple((window, micro_dollars(limit)) for window, limit in owner.usd_budget_limits())
 
+
+def key_info(k: Any) -> KeyInfo:
+    """A client key (accounts.ApiKey, its team read with it) as the request path sees it. A key of a
+    deactivated team is inactive."""
+
+    t = k.team if k.team_id is not None else None
+    team = TeamInfo(t.pk, t.name, tuple(t.allowed_models or ()), _usd(t)) if t is not None else None
+    expires = k.expires_at.timestamp() if k.expires_at is not None else None
+    return KeyInfo(k.pk, k.name, tuple(k.allowed_models or ()), k.rate_limit_per_minute, k.daily_token_limit,
+                   k.max_concurrent_requests, _usd(k), team_id=k.team_id, user_id=k.user_id,
+                   active=k.active and (t is None or t.active), team=team, expires_at=expires)
+
+
+def previous_secret(k: Any, info: KeyInfo) -> KeyInfo | None:
+    """The entry of the key's previous secret (kept by a rotation), or None without one."""
+
+    if not k.previous_key_hash:
+        return None
+    until = k.previous_key_until.timestamp() if k.previous_key_until is not None else float("-inf")
+    return replace(info, grace_until=until)
 
 
 def _find_key(key_hash: str) -> KeyInfo | None:
+    from django.db.models import Q
+
     from accounts.models import ApiKey
 
-    k = ApiKey.objects.filter(key_hash=key_hash).first()  # an inactive one too: its refusal names it
+    # An inactive one too, and a rotated key's previous secret: their refusals name the key.
+    k = ApiKey.objects.select_related("team").filter(Q(key_hash=key_hash) | Q(previous_key_hash=key_hash)).first()
+    if k is None:
+        return None
     # The database matched on the hash already; comparing again in constant time
     # keeps a timing side channel out of any cache or index behaviour.
-    if k is None or not hmac.compare_digest(k.key_hash, key_hash):
-        return None
-    return key_info(k)
+    if hmac.compare_digest(k.key_hash, key_hash):
+        return key_info(k)
+    if k.previous_key_hash and hmac.compare_digest(k.previous_key_hash, key_hash):
+        return previous_secret(k, key_info(k))
+    return None
 
 
 # A bearer token (by hash) found: the caller, or why it is refused (a sentence for the 401); and

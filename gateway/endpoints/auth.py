@@ -9,6 +9,7 @@ client they signed in with as the caller's ``surface``.
 
 from __future__ import annotations
 
+import time
 from typing import Protocol
 
 from accounts.secrets import hash_client_key
@@ -42,23 +43,26 @@ def presented_key(request: ApiRequest, allow_x_api_key: bool) -> str | None:
 
 async def identify(plain: str, snap: Snapshot, credentials: Credentials) -> KeyInfo:
     """The caller a presented credential stands for; AuthenticationFailed (401, no retry) for one
-    that is unknown, revoked or expired."""
+    that is unknown, revoked or expired (a rotated key's old secret past its grace is expired)."""
 
     digest = hash_client_key(plain)
     info = snap.keys.get(digest)
-    if info is not None:
-        return info
-    if looks_like_bearer(plain):
+    if info is None and looks_like_bearer(plain):
         found = await credentials.find_bearer(digest)
-        if isinstance(found, KeyInfo):
-            return found
         if isinstance(found, str):
             raise AuthenticationFailed(found, headers=dict(NO_RETRY))
-    # Keys created since the snapshot was taken are found here; unknown ones cost one indexed query.
-    info = await credentials.find_key(digest)
+        info = found
+    if info is None:
+        # Keys created since the snapshot was taken are found here; unknown ones cost one indexed query.
+        info = await credentials.find_key(digest)
     if info is None or not info.active:
         refused = AuthenticationFailed("Invalid API key", headers=dict(NO_RETRY))
         refused.refused_key = info  # an inactive key's refusal is logged under it (never said to the client)
+        raise refused
+    why = info.refused_now(time.time())
+    if why is not None:  # the holder of a real secret learns why: expired, or replaced by a rotation
+        refused = AuthenticationFailed(why, headers=dict(NO_RETRY))
+        refused.refused_key = info
         raise refused
     return info
 

@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 
+from accounts.budgetwindows import KEY, Subject
 from accounts.db import DatabaseUnavailable, hop
 
 from ..edge.request import ApiRequest
@@ -42,7 +43,7 @@ def spent_in_cents(spent: UsdSpent, key_id: int, now: float) -> dict[str, int]:
     """What ``key_id`` spent since each of :func:`calendar_starts`, in whole cents (sync)."""
 
     starts = calendar_starts(now)
-    slices = spent(key_id, min(starts.values()), HOUR)
+    slices = spent(Subject(KEY, key_id, ""), min(starts.values()), HOUR)
     out = {}
     for name, start in starts.items():
         usd = sum((v for at, v in slices.items() if at >= start.timestamp()), Decimal(0))

@@ -145,15 +145,24 @@ def pattern_matches(pattern: str, model: str) -> bool:
     return len(names) == len(patterns) and all(fnmatchcase(n, p) for n, p in zip(names, patterns))
 
 
-def may_use(key: KeyInfo, model: str) -> bool:
-    """Does the key's model list (empty: every model) allow ``model``? The one check for every path."""
+def allows(patterns: tuple[str, ...], model: str) -> bool:
+    """Does a model list (empty: every model) allow ``model``?"""
 
-    return not key.allowed_models or any(pattern_matches(p, model) for p in key.allowed_models)
+    return not patterns or any(pattern_matches(p, model) for p in patterns)
+
+
+def may_use(key: KeyInfo, model: str) -> bool:
+    """Do the key's model list and its team's (each empty: every model) both allow ``model``? The one
+    check for every path."""
+
+    return allows(key.allowed_models, model) and (key.team is None or allows(key.team.allowed_models, model))
 
 
 def check_allowed(key: KeyInfo, model: str) -> None:
-    if not may_use(key, model):
+    if not allows(key.allowed_models, model):
         raise ModelDenied(f"This API key is not allowed to use the model '{shown(model)}'", param="model")
+    if not may_use(key, model):
+        raise ModelDenied(f"This API key's team is not allowed to use the model '{shown(model)}'", param="model")
 
 
 def shown(model: str, limit: int = 200) -> str:

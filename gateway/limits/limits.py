@@ -99,8 +99,8 @@ class Limits:
                  budget_help: str = DEFAULT_HELP) -> None:
         """``usd_spent``: what a key spent in USD per slice since a time (sync), the floor under its USD
         budgets; None reads the request log. ``clock``: Unix seconds, the clock the request log is
-        stamped by (slices are named by it). ``budgets``: a caller's budgets (its key's; a team's
-        shared ones join them marked ``pool``). ``budget_help``: what a refusal at a spent USD budget
+        stamped by (slices are named by it). ``budgets``: a caller's budgets (its key's and its team's,
+        ``budgets.budgets_of``). ``budget_help``: what a refusal at a spent USD budget
         tells the caller to do (``GATEWAY_BUDGET_HELP``)."""
 
         self.local = LocalStore()
@@ -171,18 +171,18 @@ class Limits:
             refused: tuple[Budget, Granted] | None = None
             for budget in budgets:
                 if refused is None:
-                    granted = await self._reserve(hold, key, budget, estimate(budget), now)
+                    granted = await self._reserve(hold, budget, estimate(budget), now)
                     if not granted.ok:
                         refused = budget, granted
                 elif budget.unit == USD:  # past a refusal, the other caps only looked at: which frees last
-                    granted = await self._look(key, budget, now)
+                    granted = await self._look(budget, now)
                 else:
                     continue
                 if budget.unit == USD:
                     hold.standings.append(standing_of(budget, granted, now))
             if refused is not None:
                 budget, granted = refused
-                self.budget_refused(key, budget, refusal_event(budget.scope(key), budget.window.seconds, now))
+                self.budget_refused(key, budget, refusal_event(budget.scope(), budget.window.seconds, now))
                 if budget.unit == USD and granted.used >= budget.limit:
                     raise refusal(hold.standings, now, self.budget_help)
                 raise over_budget(budget, granted, now)
@@ -193,10 +193,11 @@ class Limits:
         return hold
 
     async def standings(self, key: KeyInfo) -> list[Standing]:
-        """``key``'s standing against each of its USD budgets now, reserving nothing (``/api/oauth/usage``)."""
+        """``key``'s standing against each of its (and its team's) USD budgets now, reserving nothing
+        (``/api/oauth/usage``)."""
 
         now = self._clock()
-        return [standing_of(budget, await self._look(key, budget, now), now)
+        return [standing_of(budget, await self._look(budget, now), now)
                 for budget in self.budgets(key, None, self.usd_spent) if budget.unit == USD]
     async def open_socket(self, key: KeyInfo, socket_id: str, cap: int) -> Hold:
         """A slot among the key's open websockets (at most ``cap``), held until the socket closes
@@ -220,11 +221,11 @@ class Limits:
                               "in flight; retry when one finishes", headers={"Retry-After": "1"})
         hold.leases.append(Lease(store, scope, hold.request_id, None))
 
-    async def _reserve(self, hold: Hold, key: KeyInfo, budget: Budget, amount: int, now: float) -> Granted:
+    async def _reserve(self, hold: Hold, budget: Budget, amount: int, now: float) -> Granted:
         window = budget.window
         since = window.first(now)
-        logged = await self.usage.since(budget, key.id, since)
-        scope = budget.scope(key)
+        logged = await self.usage.since(budget, since)
+        scope = budget.scope()
         member = f"{hold.request_id}:{amount}"
         store, granted = await self._on(
             lambda s: s.reserve(scope, member, amount, budget.limit, logged, since, window.keep, self.lease))
@@ -232,11 +233,11 @@ class Limits:
             hold.leases.append(Lease(store, scope, member, budget, window.slice_of(now)))
         return granted
 
-    async def _look(self, key: KeyInfo, budget: Budget, now: float) -> Granted:
+    async def _look(self, budget: Budget, now: float) -> Granted:
         window = budget.window
         since = window.first(now)
-        logged = await self.usage.since(budget, key.id, since)
-        scope = budget.scope(key)
+        logged = await self.usage.since(budget, since)
+        scope = budget.scope()
         _, granted = await self._on(lambda s: s.look(scope, budget.limit, logged, since, window.keep))
         return granted
 
@@ -323,7 +324,8 @@ def over_budget(budget: Budget, granted: Granted, now: float) -> OverBudget:
                           headers=retry)
     # Not spent yet but reserved by requests in flight: what they do not use comes back when they end.
     if budget.unit == USD:
-        return OverBudget(f"The {window.adjective} USD budget of {limit} for this key is taken: "
+        whose = "your team's keys" if budget.pool else "this key"
+        return OverBudget(f"The {window.adjective} USD budget of {limit} for {whose} is taken: "
                           f"{budget.amount(granted.used)} used and {budget.amount(granted.held)} reserved by "
                           "requests in flight; retry when they finish", headers={"Retry-After": "1"})
     return OverBudget(f"This API key's limit of {limit} in {window.phrase} is taken: {granted.used} used and "

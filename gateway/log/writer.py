@@ -6,7 +6,7 @@ process leaves there is written by the next one) and to a bounded queue in
 memory. A writer thread drains the queue in batches: one
 INSERT (executemany) for the log rows, one counter UPDATE per account and client key
 in the batch (an account counts each of its uses, failed attempts included:
-``accounts.outcomes.account_uses``), whatever the writer's sinks add in the same transaction (the
+``accounts.outcomes.account_uses``; a client key's last-used time moves on with them), whatever the writer's sinks add in the same transaction (the
 dashboard's usage buckets), then a dashboard broadcast. Observers (the Prometheus metrics) see
 each record as it is submitted, on the request's thread. The app object flushes
 it when the gateway stops and at interpreter exit, so a clean shutdown loses no
@@ -39,7 +39,7 @@ from django.utils import timezone
 
 import atrest
 from accounts.db import checked_connections
-from accounts.outcomes import Use, account_uses, request_failed
+from accounts.outcomes import ErrorClass, Use, account_uses, request_failed
 from accounts.redact import redact
 
 from .record import Attempt, LogRecord, request_cost
@@ -278,12 +278,15 @@ class LogWriter:
                 spent[r.account_id] += cost
         per_account: dict[int, list[int]] = defaultdict(lambda: [0] * len(COUNTERS))
         per_key: dict[int, list[int]] = defaultdict(lambda: [0] * len(COUNTERS))
+        key_used: dict[int, Any] = {}  # a key's last request in the batch that it was let in for
         for r in batch:
             for use in account_uses(r.account_id, r.status, r.error_class, r.attempts):
                 if use.account_id:
                     _add_use(per_account[use.account_id], use, r)
             if r.client_key_id is not None:
                 _add(per_key[r.client_key_id], r)
+                if r.error_class != ErrorClass.AUTHENTICATION:
+                    key_used[r.client_key_id] = max(r.created_at, key_used.get(r.client_key_id, r.created_at))
         with transaction.atomic(), connection.cursor() as cursor:
             if connection.vendor == "postgresql":
                 # The writer must never be what others wait on: past this it gives up, keeps
@@ -296,6 +299,7 @@ class LogWriter:
                 sink(batch)
             _add_counters(cursor, Account, per_account, spent)
             _add_counters(cursor, ApiKey, per_key, {})
+            _stamp_last_used(cursor, ApiKey, key_used)
         self._publish({
             "count": len(batch),
             "requests": [{"request_id": r.request_id, "status": r.status, "account_id": r.account_id,
@@ -439,6 +443,19 @@ def _add_counters(cursor: Any, model: Any, counts: dict[int, list[int]], spent: 
             cursor.execute(f"UPDATE {table} SET {sums}{charge}{where}", [*sums_of_pk, spent[pk], pk])
         else:
             cursor.execute(f"UPDATE {table} SET {sums}{where}", [*sums_of_pk, pk])
+
+
+def _stamp_last_used(cursor: Any, model: Any, used: dict[int, Any]) -> None:
+    """Move each row's ``last_used_at`` on to its latest request of the batch (never back: another
+    process's batch may have written a later one). Once a batch, so a key's last use costs no write of its own."""
+
+    q = cursor.db.ops.quote_name
+    table, column, pk = q(model._meta.db_table), q("last_used_at"), q(model._meta.pk.column)
+    adapt = cursor.db.ops.adapt_datetimefield_value
+    for key_id, at in sorted(used.items()):
+        stamp = adapt(at)
+        cursor.execute(f"UPDATE {table} SET {column} = %s WHERE {pk} = %s AND ({column} IS NULL OR {column} < %s)",
+                       [stamp, key_id, stamp])
 
 
 def _add(acc: list[int], r: LogRecord) -> None:

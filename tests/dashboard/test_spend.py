@@ -15,7 +15,8 @@ from asgiref.sync import async_to_sync
 from django.test import Client
 from django.urls import reverse
 
-from accounts.models import Account, ApiKey, Provider
+from accounts.budgetwindows import KEY, TEAM, Subject
+from accounts.models import Account, ApiKey, Provider, Team
 from tests.dashboard.conftest import make_account, make_key, record, write
 
 pytestmark = pytest.mark.django_db
@@ -213,14 +214,19 @@ def test_a_keys_usd_budget_is_kept_from_the_spend_buckets_as_from_the_log(traffi
     from gateway.state import key_info
 
     a, b = traffic["a"], traffic["b"]
+    team = Team.objects.create(name="both")
+    ApiKey.objects.filter(pk__in=[a.pk, b.pk]).update(team=team)
     now = dt.datetime.now(dt.timezone.utc).timestamp()
     for width in (300, 1800, 10_800, 43_200):  # every window's slices: the buckets group as the log does
         since = dt.datetime.fromtimestamp((now - 3 * 86_400) // width * width, dt.timezone.utc)
-        for key in (a, b):
-            assert spent_by_slice(key.pk, since, width) == usd_logged(key.pk, since, width)
-        sliced = spent_by_slice(a.pk, since, width)
+        subjects = [Subject(KEY, a.pk, a.name), Subject(KEY, b.pk, b.name), Subject(TEAM, team.pk, team.name)]
+        for subject in subjects:
+            assert spent_by_slice(subject, since, width) == usd_logged(subject, since, width)
+        sliced = spent_by_slice(subjects[0], since, width)
         assert len(sliced) == 2 and sum(sliced.values()) == Decimal("0.028")  # three now, one two days ago
         assert all(start % width == 0 for start in sliced)
+        assert sum(spent_by_slice(subjects[2], since, width).values()) == Decimal("3.028")  # the team: both keys'
+    ApiKey.objects.filter(pk__in=[a.pk, b.pk]).update(team=None)
     ApiKey.objects.filter(pk=b.pk).update(usd_budget_day=Decimal("3"))
     b.refresh_from_db()
 

@@ -126,7 +126,7 @@ def test_a_refused_budget_gives_the_slot_back() -> None:
     asyncio.run(go())
 
 
-async def _nothing_logged(budget: Budget, key_id: int, start: int) -> dict[int, int]:
+async def _nothing_logged(budget: Budget, start: int) -> dict[int, int]:
     return {}
 
 

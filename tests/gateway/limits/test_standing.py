@@ -6,16 +6,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
-from typing import Any
 
 import pytest
 
 from accounts.budgetwindows import DAY, MONTH, WEEK
 from gateway.errors import SpendCapReached, headers_of, render, status_of
-from gateway.limits import Limits
-from gateway.limits.budgets import budgets_of
 from gateway.limits.standing import answer_headers, usage_document
-from gateway.state import KeyInfo
+from gateway.state import TeamInfo
 from tests.gateway.limits.test_usd_budgets import PRICES, Clock, at, fixed, key, limits_at, spend
 
 H = "anthropic-ratelimit-unified-"
@@ -137,19 +134,18 @@ def test_with_several_caps_the_fullest_is_shown_and_the_one_that_frees_last_refu
 
 
 def test_a_budget_the_team_shares_is_refused_as_the_groups_pool() -> None:
-    """Team budgets reach the limits through ``Limits(budgets=...)`` marked ``pool``: here a key's own
-    budget stands in for its team's."""
+    """A team's budget counts what all of its keys spent: one key spends it, another is refused, in
+    the words of a group's pool; a key of no team is not."""
 
-    def as_team(k: KeyInfo, prices: dict[str, Any] | None, spent: Any) -> list[Any]:
-        return [dataclasses.replace(b, pool=True) for b in budgets_of(k, prices, spent)]
+    team = TeamInfo(4, "platform", usd_budgets=(("month", 1_000),))
 
     async def go() -> SpendCapReached:
-        limits = Limits(clock=Clock(at(10, 5)), budgets=as_team)
-        limits.usage.since = limits_at().usage.since  # type: ignore[method-assign]
-        k = key(month=1_000)
-        await spend(limits, k, 2)
+        limits = limits_at(at(10, 5))
+        first, second = (dataclasses.replace(key(key_id), team_id=team.id, team=team) for key_id in (1, 2))
+        await spend(limits, first, 2)  # $0.002 of the team's $0.001
+        await limits.admit(key(3), "loner", fixed(0), PRICES)  # no team, no cap
         with pytest.raises(SpendCapReached) as refused:
-            await limits.admit(k, "b", fixed(0), PRICES)
+            await limits.admit(second, "b", fixed(0), PRICES)
         return refused.value
 
     err = asyncio.run(go())

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from accounts.budgetwindows import DAY
+from accounts.budgetwindows import DAY, KEY, Subject
 from gateway.errors import RateLimited
 from gateway.limits import Budget, Limits, request_estimate
 from gateway.limits.budgets import USD
@@ -23,6 +23,7 @@ from translation import registry
 # $1000 per million tokens either way: one token is a tenth of a cent, 1000 micro-dollars.
 PRICES = {"m": {"input": 1000, "output": 1000}}
 UTC = dt.timezone.utc
+WHOEVER = Subject(KEY, 9, "usd-unit")
 
 
 def key(key_id: int = 9, **usd: int) -> KeyInfo:
@@ -41,7 +42,7 @@ def answered(tokens_in: int, tokens_out: int, status: int = 200, model: str = "m
                      input_tokens=tokens_in, output_tokens=tokens_out)
 
 
-async def nothing_logged(budget: Budget, key_id: int, start: int) -> dict[int, int]:
+async def nothing_logged(budget: Budget, start: int) -> dict[int, int]:
     return {}
 
 
@@ -230,8 +231,8 @@ def test_the_reservation_is_the_token_estimate_priced_by_the_route() -> None:
     body: dict[str, Any] = {"model": "m", "max_tokens": 300, "messages": [{"role": "user", "content": "hi " * 200}]}
     request = proto.parse_request(body)
     estimate = request_estimate("anthropic", body, request, 1000, 4096, PRICES, "m")
-    tokens = Budget("tokens", 1, DAY, len, len)  # the estimate depends on the unit only
-    usd = Budget(USD, 1, DAY, len, len)
+    tokens = Budget("tokens", 1, DAY, len, len, WHOEVER)  # the estimate depends on the unit only
+    usd = Budget(USD, 1, DAY, len, len, WHOEVER)
     # Both prices are 1000 micro-dollars a token: the USD reservation is the token reservation in tenths of a cent.
     assert estimate(tokens) > 300
     assert estimate(usd) == estimate(tokens) * 1000
@@ -253,8 +254,9 @@ def test_what_the_request_log_shows_spent_in_the_window_counts_against_the_budge
     # Per slice: the reader groups what the database summed per minute or hour into the window's slices.
     since = now - dt.timedelta(hours=25)
     sliced = {int((now - ago).timestamp()) // 1800 * 1800 for ago in (dt.timedelta(), dt.timedelta(hours=20))}
-    assert usd_logged(row.pk, since, 1800) == dict(zip(sorted(sliced), [Decimal("0.005"), Decimal("0.01")]))
-    assert tokens_logged(row.pk, since, 10_800) == {
+    own = Subject(KEY, row.pk, row.name)
+    assert usd_logged(own, since, 1800) == dict(zip(sorted(sliced), [Decimal("0.005"), Decimal("0.01")]))
+    assert tokens_logged(own, since, 10_800) == {
         int((now - ago).timestamp()) // 10_800 * 10_800: 7 for ago in (dt.timedelta(), dt.timedelta(hours=20))}
 
     from gateway.state import key_info
