@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -37,6 +38,7 @@ from ..errors import (
 )
 from ..exchange import conversation
 from ..exchange.dispatch import Exchange, dispatch
+from ..exchange.finish import finish, refused
 from ..exchange.routing import Route, check_allowed, may_use, resolve, shown
 from ..exchange.session import session_of
 from ..limits import request_estimate
@@ -96,20 +98,20 @@ def parse_request(proto: ProtocolModule, body: Any) -> ir.Request:
 
 
 def _log_rejected(gw: Gateway, proto: ProtocolModule, key: KeyInfo | None, body: Any, err: GatewayError,
-                  request: ApiRequest) -> None:
+                  request: ApiRequest, started: float) -> None:
     """The row of a request refused before dispatch. A key refused as unknown is logged as no key at
     all: what was presented is never stored, whether a typo of a real key or a guess. A key refused
     as inactive (found by the same hash) is logged by its name."""
 
     model = body.get("model") if isinstance(body, dict) else None
-    gw.log.submit(LogRecord(
+    record = LogRecord(
         request_id=new_id("req_"), client_protocol=proto.NAME, client_key_id=key.id if key else None,
         client_key_name=key.name if key else "", model_requested=model if isinstance(model, str) else "",
-        stream=bool(isinstance(body, dict) and body.get("stream") is True),
-        status=status_of(err, proto.NAME), error_class=err.error_class, transport=request.transport,
+        stream=bool(isinstance(body, dict) and body.get("stream") is True), transport=request.transport,
         user_id=key.user_id if key else None, team_id=key.team_id if key else None,
         surface=key.surface if key else "", **(hints.read(request.headers) if key else {}),
-    ))
+    )
+    refused(gw.log, record, started, status_of(err, proto.NAME), err.error_class)
 
 
 Serve = Callable[[Gateway, Exchange], Awaitable[ApiResponse]]
@@ -155,6 +157,7 @@ async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_ap
     what ``outgoing`` makes of that.
     """
 
+    started = time.monotonic()
     proto = registry.get(proto_name)
     key: KeyInfo | None = None
     body: Any = None
@@ -179,7 +182,7 @@ async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_ap
         upstream = outgoing(gw, key, route, written) if outgoing is not None else written
         upstream_bytes = sent_upstream(gw, body, len(request.body), written, upstream)
         ex = Exchange(new_id("req_"), proto, key, body, ireq, route, request.headers,
-                      request.query, previous, stateful and conversation.keeps(body),
+                      request.query, previous, stateful and conversation.keeps(body), started=started,
                       session=session_of(proto.NAME, request.headers, body, key.id,
                                          previous.entries[0].response_id if previous is not None else None))
         ex.sent = (upstream, upstream_bytes)
@@ -202,30 +205,21 @@ async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_ap
     except (GatewayError, DatabaseUnavailable) as exc:
         err = exc if isinstance(exc, GatewayError) else unavailable(exc)
         if ex is not None:
-            ex.record.status, ex.record.error_class = status_of(err, proto.NAME), err.error_class
-            ex.record.latency_ms = ex.elapsed_ms()
-            gw.log.submit(ex.record)
+            finish(gw.log, ex, status_of(err, proto.NAME), err.error_class)
         elif key is not None or isinstance(err, AuthenticationFailed):
-            refused = err.refused_key if isinstance(err, AuthenticationFailed) else None
-            _log_rejected(gw, proto, key or refused, body, err, request)
+            refused_key = err.refused_key if isinstance(err, AuthenticationFailed) else None
+            _log_rejected(gw, proto, key or refused_key, body, err, request, started)
         return error_response(proto.NAME, err)
     except asyncio.CancelledError:
         # The client hung up (or the gateway is stopping) before the answer: the request keeps its row.
         if ex is not None:
-            ex.record.status, ex.record.error_class = 499, ErrorClass.CLIENT_DISCONNECTED
-            ex.record.latency_ms = ex.elapsed_ms()
-            gw.log.submit(ex.record)
+            finish(gw.log, ex, 499, ErrorClass.CLIENT_DISCONNECTED)
         raise
     except Exception:
         log.exception("unexpected failure serving %s", request.path)
-        failure = GatewayError("The gateway failed to serve this request; it has been logged")
         if ex is not None:
-            ex.record.status, ex.record.error_class = 500, ErrorClass.INTERNAL
-            gw.log.submit(ex.record)
-        return error_response(proto.NAME, failure)
-    finally:
-        if ex is not None:
-            ex.settle()  # every ending but a stream's (its writer took the hold and settles it at its end)
+            finish(gw.log, ex, 500, ErrorClass.INTERNAL)
+        return error_response(proto.NAME, GatewayError("The gateway failed to serve this request; it has been logged"))
 
 
 async def chat_completions(gw: Gateway, request: ApiRequest) -> ApiResponse:

@@ -58,6 +58,7 @@ from ..log.streamlog import SPELLED, SpelledText, kept_stream
 from ..log.writer import LogWriter
 from ..state import KeyInfo
 from . import conversation
+from .finish import finish
 from .clientstream import ClientStream, Encoding, Forwarding
 from .forwarding import Forwarded, forwarded, passed_back
 from .neterrors import NetworkFailure, client_message, failure_kind, trace_text
@@ -108,6 +109,7 @@ class Exchange:
     upstream_path: str | None = None
     started: float = field(default_factory=time.monotonic)
     record: LogRecord = field(init=False)
+    finished: bool = field(default=False, init=False)  # its row is written (gateway.exchange.finish)
     # What the request holds against its key's limits; whoever ends the request settles it.
     hold: Hold | None = field(default=None, init=False)
     # The conversation the request belongs to (gateway.exchange.session) and the account that served it last.
@@ -377,9 +379,8 @@ async def _json(gw: Gateway, ex: Exchange, proto: ProtocolModule, response: Upst
         out = orjson.dumps(answer)  # once, for the client and the log
     if ex.keep and isinstance(answer, dict):
         conversation.keep(ex, answer, resp.id, gw.conversations)
-    _finish_record(ex, 200, resp.usage, resp.finish)
     ex.record.response_body = gw.log.keep_body(out)
-    gw.log.submit(ex.record)
+    finish(gw.log, ex, 200, usage=resp.usage, end=resp.finish)
     return raw_json_response(out, 200)
 
 
@@ -461,9 +462,6 @@ class _StreamWriter:
         self.status = 200
         self.error_class = ErrorClass.NONE
         self.logged = False
-        # The stream outlives api_call, so it ends the request's hold and account slot, not api_call.
-        self.hold, ex.hold = ex.hold, None
-        self.release, ex.release = ex.release, None
         # The streamed body as sent, kept only with body logging on (and only up to twice the cap).
         limit = log_writer.body_limit
         self.sent: bytearray | None = bytearray() if limit is not None else None
@@ -623,17 +621,11 @@ class _StreamWriter:
         if not self._reported():
             usage = _estimated(self.ex, usage, self.deltas, self.delta_chars)
             self.ex.record.usage_estimated = True
-        _finish_record(self.ex, self.status, usage, resp.finish)
-        if self.error_class:
-            self.ex.record.error_class = self.error_class
         if self.sent is not None and self.spelled is not None:
             self.ex.record.response_body = kept_stream(self.log_writer, self.sent.decode("utf-8", "replace"),
                                                        self.spelled)
-        self.log_writer.submit(self.ex.record)
-        if self.hold is not None:
-            self.hold.settle(self.ex.record)
-        if self.release is not None:
-            self.release()
+        # The stream outlives api_call: its end, not api_call, ends the request.
+        finish(self.log_writer, self.ex, self.status, self.error_class, usage, resp.finish)
 
 
 def _estimated(ex: Exchange, usage: ir.Usage, deltas: int, chars: int) -> ir.Usage:
@@ -642,16 +634,3 @@ def _estimated(ex: Exchange, usage: ir.Usage, deltas: int, chars: int) -> ir.Usa
 
     output = max(usage.output_tokens or 0, deltas, chars // 4)
     return dataclasses.replace(usage, input_tokens=usage.input_tokens or ex.input_estimate(), output_tokens=output)
-
-
-def _finish_record(ex: Exchange, status: int, usage: ir.Usage, finish: ir.Finish | None) -> None:
-    rec = ex.record
-    rec.status = status
-    rec.latency_ms = ex.elapsed_ms()
-    rec.input_tokens = usage.input_tokens or 0
-    rec.output_tokens = usage.output_tokens or 0
-    rec.cached_tokens = usage.cached_tokens or 0
-    rec.cache_write_tokens = usage.cache_creation_tokens or 0
-    rec.cache_write_1h_tokens = usage.cache_creation_1h_tokens or 0
-    rec.reasoning_tokens = usage.reasoning_tokens or 0
-    rec.finish_reason = finish.reason.value if finish else ""
