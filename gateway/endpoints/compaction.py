@@ -27,7 +27,8 @@ from translation.protocol import EncodeContext
 
 from ..edge.responses import ApiResponse, EventStream, events_of, json_response
 from ..errors import InvalidRequest, UpstreamFailed
-from ..exchange.dispatch import Exchange, dispatch
+from ..exchange.dispatch import dispatch
+from ..exchange.exchange import Exchange
 from .sealing import Refusal, Sealer
 
 if TYPE_CHECKING:

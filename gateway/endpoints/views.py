@@ -37,7 +37,8 @@ from ..errors import (
     unavailable,
 )
 from ..exchange import conversation
-from ..exchange.dispatch import Exchange, dispatch
+from ..exchange.dispatch import dispatch
+from ..exchange.exchange import Exchange
 from ..exchange.finish import finish, refused
 from ..exchange.routing import Route, check_allowed, may_use, resolve, shown
 from ..exchange.session import session_of

@@ -23,7 +23,7 @@ from ..log.record import LogRecord
 
 if TYPE_CHECKING:
     from ..log.writer import LogWriter
-    from .dispatch import Exchange
+    from .exchange import Exchange
 
 
 def finish(log: LogWriter, ex: Exchange, status: int, error_class: ErrorClass = ErrorClass.NONE,
