@@ -30,6 +30,7 @@ from . import conversation
 from .clientstream import ClientStream, Encoding, Forwarding
 from .exchange import Exchange
 from .finish import finish
+from .idle import IdlePolicy
 from .judge import Retry, judge
 from .neterrors import NetworkFailure
 from .outcome import StreamOutcome
@@ -69,11 +70,12 @@ async def open_stream(gw: Gateway, ex: Exchange, proto: ProtocolModule, response
         reader = Decoding(proto.stream_decoder(), secret)
         client = Encoding(ex.client.stream_encoder(EncodeContext(model=ex.request.model, request=ex.request,
                                                                  body=ex.body)))
-    keepalive = gw.options.keepalive_seconds
+    idle = IdlePolicy(provider.idle_timeout, gw.options.keepalive_seconds,
+                      PING if ex.client.NAME == "anthropic" else None)
     bounds = Bounds(gw.options.max_upstream_event_bytes, gw.options.max_upstream_bytes, gw.options.max_answer_chars)
-    stream = UpstreamStream(response, reader, provider.idle_timeout, gw.streams, bounds)
+    stream = UpstreamStream(response, reader, idle, gw.streams, bounds)
     try:
-        first, why = await read_until_content(stream, keepalive)
+        first, why = await read_until_content(stream)
     except BaseException:
         stream.close()
         raise
@@ -92,8 +94,8 @@ async def open_stream(gw: Gateway, ex: Exchange, proto: ProtocolModule, response
         if shown is not None and upstream_id is not None:
             client.show_id(upstream_id, shown)
     ex.record.ttfb_ms = ex.elapsed_ms()
-    writer = StreamWriter(ex, stream, client, keepalive, gw.log, gw.conversations,
-                          gw.options.abandoned_stream_seconds, gw.streams)
+    writer = StreamWriter(ex, stream, client, gw.log, gw.conversations, gw.options.abandoned_stream_seconds,
+                          gw.streams)
     body = writer.body(first)
     # A body the server never starts iterating (the client left in between) runs no
     # finally: when it is collected, the upstream is still closed and the row still written.
@@ -110,7 +112,7 @@ class StreamWriter:
     estimated (``StreamOutcome.usage``), and the row says so (``usage_estimated``).
     """
 
-    def __init__(self, ex: Exchange, stream: UpstreamStream, client: ClientStream, keepalive: float,
+    def __init__(self, ex: Exchange, stream: UpstreamStream, client: ClientStream,
                  log_writer: LogWriter, stored: conversation.Conversations, drain: float = 0.0,
                  streams: OpenStreams | None = None) -> None:
         self.ex = ex
@@ -122,7 +124,6 @@ class StreamWriter:
         self.stored = stored
         self.stream = stream
         self.client = client
-        self.keepalive = keepalive
         self.log_writer = log_writer
         self.kept = not ex.keep  # nothing to keep, or kept already
         self.logged = False
@@ -161,29 +162,25 @@ class StreamWriter:
             opening = b"".join([self._feed(batch) for batch in first])
             if not self.kept:
                 self._keep()
-            # Silence is filled with SSE comments until the stream has begun; on an Anthropic stream, once its
-            # message_start is out, with Anthropic's own ping event: a client's idle timer that counts events
-            # (not bytes) sees those, and the SDKs drop them (Claude Code's watchdogs take either).
-            pinging = bool(opening) and self.ex.client.NAME == "anthropic"
+            # Silence is filled as gateway.exchange.idle says, once the stream has begun with the protocol's own event.
+            idle, begun = stream.idle, bool(opening)
             yield opening or sse.comment()
             while True:
-                wait = min(self.keepalive, stream.idle_timeout - stream.idle_for())
-                item = await stream.next(wait)
+                item = await stream.next(idle.wait(stream.idle_for()))
                 if item is None:
                     break
                 if item == TIMEOUT:
-                    if stream.idle_for() >= stream.idle_timeout:
+                    if idle.stalled(stream.idle_for()):
                         stream.close()
-                        yield self._fail(ir.transport_error(ir.TransportFailure.TIMEOUT,
-                                                            "upstream stalled past its idle timeout", 504))
+                        yield self._fail(idle.stall())
                         break
-                    yield PING if pinging else sse.comment()
+                    yield idle.filler(begun)
                     continue
                 out = self._feed(item)
                 if not self.kept:
                     self._keep()
                 if out:
-                    pinging = self.ex.client.NAME == "anthropic"
+                    begun = True
                     yield out
             out = self._sent(self.client.finish())
             if not self.kept:
@@ -230,7 +227,7 @@ class StreamWriter:
         left = DRAIN_BYTES
         try:
             while not self.outcome.reported and left > 0:
-                wait = min(deadline - time.monotonic(), stream.idle_timeout - stream.idle_for())
+                wait = min(deadline - time.monotonic(), stream.idle.until_stalled(stream.idle_for()))
                 if wait <= 0:
                     break
                 item = await stream.next(wait)
