@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-COUNT_PATH = "/count_tokens"  # under the Messages path: /v1/messages/count_tokens
 # The account's trouble, not the body's: another time (or the estimate) will do.
 ACCOUNT_STATUSES = frozenset({401, 403, 429})
 # The provider has no such endpoint (a 404 naming the model is the client's, see _no_endpoint).
@@ -78,7 +77,9 @@ async def count_input_tokens(gw: Gateway, body: dict[str, Any], key: KeyInfo, sn
         raise InvalidRequest(exc.message, exc.param) from exc
     check_allowed(key, req.model)
     route = resolve(req.model, snap)
-    if route.provider.protocol == "anthropic" and not gw.no_count_endpoint.knows(route.provider):
+    upstream = registry.get(route.provider.protocol)
+    # Only an upstream of the client's own protocol can count the client's own body.
+    if upstream is proto and proto.COUNT_TOKENS_PATH is not None and not gw.no_count_endpoint.knows(route.provider):
         fwd = forwarded(client_headers, query, proto.NAME, route.provider.protocol,
                         request_tags=route.provider.caps.request_tags)
         answer = await _ask_upstream(gw, body, route, fwd)
@@ -105,7 +106,7 @@ async def _ask_upstream(gw: Gateway, body: dict[str, Any], route: Route, fwd: Fo
     secret = account.get_secret()
     try:
         status, raw = await gw.upstream.post_read(
-            UpstreamTarget(provider, secret, proto.PATH + COUNT_PATH, fwd), out)
+            UpstreamTarget(provider, secret, proto.COUNT_TOKENS_PATH or "", fwd), out)
     except NETWORK_ERRORS as exc:
         log.warning("count_tokens on provider %s failed (%s); estimating", provider.name, type(exc).__name__)
         return None

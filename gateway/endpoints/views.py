@@ -43,12 +43,12 @@ from ..exchange.finish import finish, refused
 from ..exchange.routing import Route, check_allowed, may_use, resolve, shown
 from ..exchange.session import session_of
 from ..limits import request_estimate
-from ..limits.standing import answer_headers
 from ..log.record import LogRecord
 from ..state import KeyInfo
-from . import compaction, messages_fields, model_shapes
+from . import compaction, model_shapes
 from .auth import authenticate
 from .count_tokens import count_input_tokens
+from .messages_fields import MESSAGES, MessagesFields
 from .models_list import entry_for
 
 log = logging.getLogger(__name__)
@@ -149,9 +149,11 @@ def assembled_too_large(limit: int, how: str, size: int) -> PayloadTooLarge:
 
 async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_api_key: bool,
                    stateful: bool = False, serve: Serve = dispatch, outgoing: Outgoing | None = None,
-                   readable: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> ApiResponse:
+                   readable: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                   fields: MessagesFields | None = None) -> ApiResponse:
     """``stateful``: the protocol keeps conversations (Responses: ``previous_response_id``, ``store``);
-    ``readable``: the body as the request parser is to read it (the client's own is what is forwarded).
+    ``readable``: the body as the request parser is to read it (the client's own is what is forwarded);
+    ``fields``: the endpoint's own fields and answer headers (Messages').
 
     The request's limits and budgets count what goes upstream: the client's body with the conversation
     it continues written out (a ``previous_response_id`` of a few bytes may stand for megabytes), or
@@ -174,8 +176,8 @@ async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_ap
         ireq = parse_request(proto, body if readable is None else readable(body))
         check_allowed(key, ireq.model)  # before routing: a name the key may not use is not looked up
         route = resolve(ireq.model, snap)
-        if proto.NAME == "anthropic":
-            messages_fields.refuse_what_the_upstream_cannot_take(body, route)
+        if fields is not None:
+            fields.refuse(body, route, proto)
         written = body
         if previous is not None:  # the conversation as the routed provider may be sent it
             written = previous.expanded(body, route.provider.id)
@@ -189,8 +191,8 @@ async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_ap
         ex.sent = (upstream, upstream_bytes)
         prices = route.provider.prices
         ex.record.transport = request.transport
-        if proto.NAME == "anthropic":
-            ex.record.billing_group = messages_fields.billing_group(body, gw.options.billing_group_tag)
+        if fields is not None:
+            ex.record.billing_group = fields.billing_group(body, gw.options.billing_group_tag)
         estimate = request_estimate(
             proto.NAME, upstream, ireq if upstream is written else parse_request(proto, upstream), upstream_bytes,
             gw.options.reserve_output_tokens, prices, route.upstream_model)
@@ -198,10 +200,8 @@ async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_ap
         ex.record.request_body = gw.log.keep_body(request.body)
         standings = ex.hold.standings
         response = await serve(gw, ex)
-        if standings and proto.NAME == "anthropic" and response.status == 200:
-            # The caller's standing against its USD caps, as Claude Code shows it (gateway.limits.standing).
-            for name, value in answer_headers(standings).items():
-                response[name] = value
+        if fields is not None:
+            fields.answer(response, standings)
         return response
     except (GatewayError, DatabaseUnavailable) as exc:
         err = exc if isinstance(exc, GatewayError) else unavailable(exc)
@@ -228,7 +228,7 @@ async def chat_completions(gw: Gateway, request: ApiRequest) -> ApiResponse:
 
 
 async def messages(gw: Gateway, request: ApiRequest) -> ApiResponse:
-    return await api_call(gw, request, "anthropic", allow_x_api_key=True)
+    return await api_call(gw, request, "anthropic", allow_x_api_key=True, fields=MESSAGES)
 
 
 async def responses(gw: Gateway, request: ApiRequest) -> ApiResponse:

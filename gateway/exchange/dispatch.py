@@ -68,7 +68,7 @@ def upstream_request(ex: Exchange, proto: ProtocolModule, account_id: int = 0) -
         except ir.InvalidRequest as exc:  # something the upstream's protocol cannot carry
             raise InvalidRequest(exc.message, exc.param) from exc
         betas = proto.required_betas(body)
-        cache_key(body, provider.protocol, ex.session)
+        cache_key(body, proto, ex.session)
     fwd = forwarded(ex.headers, ex.query, ex.client.NAME, provider.protocol, betas, provider.caps.request_tags)
     try:
         return sse.dumps(body).encode(), fwd
@@ -77,17 +77,15 @@ def upstream_request(ex: Exchange, proto: ProtocolModule, account_id: int = 0) -
         raise NestingTooDeep from exc
 
 
-# Upstreams that route their prompt cache by a ``prompt_cache_key`` (OpenAI's Chat and Responses).
-CACHE_KEYED = frozenset({"openai_chat", "responses"})
+def cache_key(body: dict[str, Any], upstream: ProtocolModule, session: Session | None) -> None:
+    """A translated request to an upstream that routes its prompt cache by a request field (OpenAI's
+    ``prompt_cache_key``) carries its session there (a Claude Code conversation has its turns cached
+    together, as Codex's are): the session's digest, never the client's own id. A key the client set
+    itself is kept."""
 
-
-def cache_key(body: dict[str, Any], upstream: str, session: Session | None) -> None:
-    """A translated request to an OpenAI-protocol upstream carries its session as ``prompt_cache_key``
-    (a Claude Code conversation has its turns cached together there, as Codex's are): the session's
-    digest, never the client's own id. A key the client set itself is kept."""
-
-    if session is not None and upstream in CACHE_KEYED and not body.get("prompt_cache_key"):
-        body["prompt_cache_key"] = session.hex
+    field = upstream.CACHE_KEY_FIELD
+    if session is not None and field is not None and not body.get(field):
+        body[field] = session.hex
 
 
 async def dispatch(gw: Gateway, ex: Exchange) -> ApiResponse:

@@ -55,7 +55,6 @@ log = logging.getLogger(__name__)
 # What a stream whose client has left is read on for, at most, besides the time: a model writes far less
 # in the few seconds a drain lasts; an upstream that streams faster is not read on at will.
 DRAIN_BYTES = 1024 * 1024
-PING = b'event: ping\ndata: {"type": "ping"}\n\n'  # Anthropic's keepalive event, as its API sends it
 
 
 async def open_stream(gw: Gateway, ex: Exchange, proto: ProtocolModule, response: UpstreamResponse,
@@ -70,8 +69,7 @@ async def open_stream(gw: Gateway, ex: Exchange, proto: ProtocolModule, response
         reader = Decoding(proto.stream_decoder(), secret)
         client = Encoding(ex.client.stream_encoder(EncodeContext(model=ex.request.model, request=ex.request,
                                                                  body=ex.body)))
-    idle = IdlePolicy(provider.idle_timeout, gw.options.keepalive_seconds,
-                      PING if ex.client.NAME == "anthropic" else None)
+    idle = IdlePolicy(provider.idle_timeout, gw.options.keepalive_seconds, ex.client.KEEPALIVE)
     bounds = Bounds(gw.options.max_upstream_event_bytes, gw.options.max_upstream_bytes, gw.options.max_answer_chars)
     stream = UpstreamStream(response, reader, idle, gw.streams, bounds)
     try:
