@@ -34,6 +34,7 @@ class ProtocolModule(Protocol):
     PATH: str  # appended to a provider's version root, e.g. "/chat/completions"
     # What differs by protocol on the gateway's side of the wire, so that the gateway asks rather than branches:
     COUNT_TOKENS_PATH: str | None  # the upstream's token count endpoint, after the version root; None: it has none
+    COMPACT_PATH: str | None  # its endpoint that compacts a conversation itself; None: the gateway compacts
     CACHE_KEY_FIELD: str | None  # the request field that routes the upstream's prompt cache (a session's id)
     KEEPALIVE: bytes | None  # the protocol's own keepalive event, once its stream has begun; None: SSE comments
     COUNTED_BY_CONTENT: bool  # a body's input is estimated from its content (Messages' count); else from its size

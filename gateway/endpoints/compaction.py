@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 TRIGGER = "compaction_trigger"
 ITEM = "compaction"
-COMPACT_PATH = "/responses/compact"  # after the provider's version root, as translation's PATHs
 
 # Asked of the upstream model as the last user message, after the whole history; tools are
 # offered (the history may call them) but not allowed.

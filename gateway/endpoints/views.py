@@ -242,7 +242,7 @@ async def responses_compact(gw: Gateway, request: ApiRequest) -> ApiResponse:
 
 
 def _gateway_compacts(route: Route) -> bool:
-    return route.provider.protocol != "responses"  # a Responses upstream compacts for itself
+    return registry.get(route.provider.protocol).COMPACT_PATH is None  # a Responses upstream compacts for itself
 
 
 def _responses_outgoing(gw: Gateway, key: KeyInfo, route: Route, written: dict[str, Any]) -> dict[str, Any]:
@@ -279,7 +279,7 @@ async def _serve_responses(gw: Gateway, ex: Exchange) -> ApiResponse:
 
 async def _serve_compact(gw: Gateway, ex: Exchange) -> ApiResponse:
     if ex.passthrough:
-        ex.upstream_path = compaction.COMPACT_PATH
+        ex.upstream_path = ex.client.COMPACT_PATH
         return await dispatch(gw, ex)
     history = _written_out(ex)
     item, usage = await compaction.summarise(gw, ex, parse_request, history)

@@ -16,6 +16,7 @@ from .tap import AnthropicTap
 from .wire import NAME, PATH
 
 COUNT_TOKENS_PATH: str | None = PATH + "/count_tokens"
+COMPACT_PATH: str | None = None
 CACHE_KEY_FIELD: str | None = None  # its prompt cache goes by cache_control breakpoints (breakpoints.py)
 KEEPALIVE: bytes | None = b'event: ping\ndata: {"type": "ping"}\n\n'  # as its API sends it
 COUNTED_BY_CONTENT = True
@@ -43,6 +44,6 @@ def stream_tap(rewrite: ModelRewrite | None, client_model: str) -> AnthropicTap:
 __all__ = [
     "NAME", "PATH", "parse_request", "build_request", "passthrough_request", "parse_response",
     "render_response", "stream_decoder", "stream_encoder", "stream_tap", "render_error", "parse_error",
-    "required_betas", "COUNT_TOKENS_PATH", "CACHE_KEY_FIELD", "KEEPALIVE", "COUNTED_BY_CONTENT", "FORWARDED_HEADERS",
-    "FORWARDED_QUERY", "BETA_HEADER", "credentials",
+    "required_betas", "COUNT_TOKENS_PATH", "COMPACT_PATH", "CACHE_KEY_FIELD", "KEEPALIVE", "COUNTED_BY_CONTENT",
+    "FORWARDED_HEADERS", "FORWARDED_QUERY", "BETA_HEADER", "credentials",
 ]

@@ -18,6 +18,7 @@ from .tap import ResponsesTap
 NAME = "responses"
 PATH = "/responses"
 COUNT_TOKENS_PATH: str | None = None
+COMPACT_PATH: str | None = "/responses/compact"
 CACHE_KEY_FIELD: str | None = "prompt_cache_key"
 KEEPALIVE: bytes | None = None
 COUNTED_BY_CONTENT = False
@@ -52,6 +53,6 @@ def required_betas(body: dict[str, Any]) -> list[str]:
 __all__ = [
     "NAME", "PATH", "parse_request", "build_request", "passthrough_request", "parse_response",
     "render_response", "stream_decoder", "stream_encoder", "stream_tap", "required_betas", "render_error", "parse_error",
-    "COUNT_TOKENS_PATH", "CACHE_KEY_FIELD", "KEEPALIVE", "COUNTED_BY_CONTENT", "FORWARDED_HEADERS",
-    "FORWARDED_QUERY", "BETA_HEADER", "credentials",
+    "COUNT_TOKENS_PATH", "COMPACT_PATH", "CACHE_KEY_FIELD", "KEEPALIVE", "COUNTED_BY_CONTENT",
+    "FORWARDED_HEADERS", "FORWARDED_QUERY", "BETA_HEADER", "credentials",
 ]
