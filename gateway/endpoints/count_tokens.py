@@ -11,7 +11,7 @@ an estimate beats an error. Other 4xx answers (a bad body, an unknown model)
 are the client's, returned in the Anthropic envelope with their status.
 
 Several Anthropic-compatible providers have no count_tokens: they answer 404, 405 or 501. That is
-the provider's lack, not the client's fault: the estimate answers, and :class:`NoCountEndpoint`
+the provider's lack, not the client's fault: the estimate answers, and :class:`gateway.exchange.nocount.NoCountEndpoint`
 remembers the provider (by its id and base URL) for :data:`REMEMBER_MISSING` seconds, so the
 next counts are estimated without asking. A 404 that names the model (Anthropic's answer to an
 unknown model) is the client's and goes back to it.
@@ -23,7 +23,6 @@ judgement on real traffic, not on a count.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +34,7 @@ from translation.protocol import ProtocolModule
 from ..edge.responses import ApiResponse, json_response, raw_json_response
 from ..errors import InvalidRequest, NestingTooDeep, UpstreamFailed, passable, upstream_message
 from ..exchange.forwarding import Forwarded, forwarded
+from ..exchange.nocount import REMEMBER_MISSING
 from ..exchange.routing import Route, check_allowed, resolve
 from ..exchange.upstream import NETWORK_ERRORS, UpstreamTarget
 from ..limits.tokens import estimate_input_tokens
@@ -49,24 +49,6 @@ log = logging.getLogger(__name__)
 ACCOUNT_STATUSES = frozenset({401, 403, 429})
 # The provider has no such endpoint (a 404 naming the model is the client's, see _no_endpoint).
 MISSING_STATUSES = frozenset({404, 405, 501})
-REMEMBER_MISSING = 3600.0  # seconds a provider without count_tokens is not asked again
-
-
-class NoCountEndpoint:
-    """The providers found without count_tokens, each until its memory runs out (one per app)."""
-
-    def __init__(self, remember: float = REMEMBER_MISSING) -> None:
-        self._remember = remember
-        self._until: dict[tuple[int, str], float] = {}
-
-    def knows(self, provider: Any) -> bool:
-        until = self._until.get((provider.id, provider.base_url))
-        return until is not None and time.monotonic() < until
-
-    def note(self, provider: Any) -> None:
-        self._until[(provider.id, provider.base_url)] = time.monotonic() + self._remember
-
-
 async def count_input_tokens(gw: Gateway, body: dict[str, Any], key: KeyInfo, snap: Snapshot,
                              client_headers: Mapping[str, str], query: str) -> ApiResponse:
     proto = registry.get("anthropic")
