@@ -35,12 +35,12 @@ from .background.poolhealth import LEASE_NAME, PoolHealth
 from . import configwatch
 from .background.prober import Prober
 from .edge.routes import RouteTable
-from .endpoints.count_tokens import NoCountEndpoint
 from .endpoints.models_list import ModelCatalog
 from .endpoints.sealing import Sealer
 from .exchange import conversation
 from .exchange.affinity import Affinity
 from .exchange.headroom import HeadroomBook
+from .exchange.nocount import NoCountEndpoint
 from .exchange.selection import Selector
 from .exchange.relay import OpenStreams
 from .exchange.upstream import UpstreamClient

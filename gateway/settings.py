@@ -241,7 +241,7 @@ GATEWAY_TELEMETRY_RETENTION_DAYS = env.int("GATEWAY_TELEMETRY_RETENTION_DAYS", d
 GATEWAY_OTLP_FORWARD_URL = env("GATEWAY_OTLP_FORWARD_URL", default="")
 GATEWAY_OTLP_FORWARD_HEADERS = env("GATEWAY_OTLP_FORWARD_HEADERS", default="")
 # When a client leaves a stream, the upstream is read on (nothing written) for at most this many seconds
-# for the usage it reports at its end; what never comes is estimated (gateway.exchange.dispatch). 0: not.
+# for the usage it reports at its end; what never comes is estimated (gateway.exchange.outcome). 0: not.
 GATEWAY_ABANDONED_STREAM_SECONDS = env.float("GATEWAY_ABANDONED_STREAM_SECONDS", default=5.0)
 # Responses websockets one client key may hold open at once, across processes with Redis (0: no cap).
 GATEWAY_MAX_SOCKETS_PER_KEY = env.int("GATEWAY_MAX_SOCKETS_PER_KEY", default=32)

@@ -7,6 +7,7 @@ looks it up in :mod:`translation.registry` and never branches on protocol names.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -31,6 +32,21 @@ class EncodeContext:
 class ProtocolModule(Protocol):
     NAME: str  # "openai_chat" | "anthropic" | "responses"
     PATH: str  # appended to a provider's version root, e.g. "/chat/completions"
+    # What differs by protocol on the gateway's side of the wire, so that the gateway asks rather than branches:
+    COUNT_TOKENS_PATH: str | None  # the upstream's token count endpoint, after the version root; None: it has none
+    COMPACT_PATH: str | None  # its endpoint that compacts a conversation itself; None: the gateway compacts
+    CACHE_KEY_FIELD: str | None  # the request field that routes the upstream's prompt cache (a session's id)
+    KEEPALIVE: bytes | None  # the protocol's own keepalive event, once its stream has begun; None: SSE comments
+    COUNTED_BY_CONTENT: bool  # a body's input is estimated from its content (Messages' count); else from its size
+    # The client's headers and query parameters an upstream of this protocol is sent: name -> only when the
+    # client speaks this protocol too. BETA_HEADER: where a translated body's required_betas go.
+    FORWARDED_HEADERS: Mapping[str, bool]
+    FORWARDED_QUERY: Mapping[str, bool]
+    BETA_HEADER: str | None
+
+    def credentials(self, secret: str, version: str) -> dict[str, str]:
+        """The headers that carry an account's key (``version``: the provider's API version, where its
+        protocol sends one)."""
 
     def parse_request(self, body: Any) -> ir.Request: ...
 

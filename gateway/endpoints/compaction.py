@@ -27,7 +27,8 @@ from translation.protocol import EncodeContext
 
 from ..edge.responses import ApiResponse, EventStream, events_of, json_response
 from ..errors import InvalidRequest, UpstreamFailed
-from ..exchange.dispatch import Exchange, dispatch
+from ..exchange.dispatch import dispatch
+from ..exchange.exchange import Exchange
 from .sealing import Refusal, Sealer
 
 if TYPE_CHECKING:
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 
 TRIGGER = "compaction_trigger"
 ITEM = "compaction"
-COMPACT_PATH = "/responses/compact"  # after the provider's version root, as translation's PATHs
 
 # Asked of the upstream model as the last user message, after the whole history; tools are
 # offered (the history may call them) but not allowed.

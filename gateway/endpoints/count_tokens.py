@@ -11,7 +11,7 @@ an estimate beats an error. Other 4xx answers (a bad body, an unknown model)
 are the client's, returned in the Anthropic envelope with their status.
 
 Several Anthropic-compatible providers have no count_tokens: they answer 404, 405 or 501. That is
-the provider's lack, not the client's fault: the estimate answers, and :class:`NoCountEndpoint`
+the provider's lack, not the client's fault: the estimate answers, and :class:`gateway.exchange.nocount.NoCountEndpoint`
 remembers the provider (by its id and base URL) for :data:`REMEMBER_MISSING` seconds, so the
 next counts are estimated without asking. A 404 that names the model (Anthropic's answer to an
 unknown model) is the client's and goes back to it.
@@ -23,7 +23,6 @@ judgement on real traffic, not on a count.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +34,7 @@ from translation.protocol import ProtocolModule
 from ..edge.responses import ApiResponse, json_response, raw_json_response
 from ..errors import InvalidRequest, NestingTooDeep, UpstreamFailed, passable, upstream_message
 from ..exchange.forwarding import Forwarded, forwarded
+from ..exchange.nocount import REMEMBER_MISSING
 from ..exchange.routing import Route, check_allowed, resolve
 from ..exchange.upstream import NETWORK_ERRORS, UpstreamTarget
 from ..limits.tokens import estimate_input_tokens
@@ -45,29 +45,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-COUNT_PATH = "/count_tokens"  # under the Messages path: /v1/messages/count_tokens
 # The account's trouble, not the body's: another time (or the estimate) will do.
 ACCOUNT_STATUSES = frozenset({401, 403, 429})
 # The provider has no such endpoint (a 404 naming the model is the client's, see _no_endpoint).
 MISSING_STATUSES = frozenset({404, 405, 501})
-REMEMBER_MISSING = 3600.0  # seconds a provider without count_tokens is not asked again
-
-
-class NoCountEndpoint:
-    """The providers found without count_tokens, each until its memory runs out (one per app)."""
-
-    def __init__(self, remember: float = REMEMBER_MISSING) -> None:
-        self._remember = remember
-        self._until: dict[tuple[int, str], float] = {}
-
-    def knows(self, provider: Any) -> bool:
-        until = self._until.get((provider.id, provider.base_url))
-        return until is not None and time.monotonic() < until
-
-    def note(self, provider: Any) -> None:
-        self._until[(provider.id, provider.base_url)] = time.monotonic() + self._remember
-
-
 async def count_input_tokens(gw: Gateway, body: dict[str, Any], key: KeyInfo, snap: Snapshot,
                              client_headers: Mapping[str, str], query: str) -> ApiResponse:
     proto = registry.get("anthropic")
@@ -78,7 +59,9 @@ async def count_input_tokens(gw: Gateway, body: dict[str, Any], key: KeyInfo, sn
         raise InvalidRequest(exc.message, exc.param) from exc
     check_allowed(key, req.model)
     route = resolve(req.model, snap)
-    if route.provider.protocol == "anthropic" and not gw.no_count_endpoint.knows(route.provider):
+    upstream = registry.get(route.provider.protocol)
+    # Only an upstream of the client's own protocol can count the client's own body.
+    if upstream is proto and proto.COUNT_TOKENS_PATH is not None and not gw.no_count_endpoint.knows(route.provider):
         fwd = forwarded(client_headers, query, proto.NAME, route.provider.protocol,
                         request_tags=route.provider.caps.request_tags)
         answer = await _ask_upstream(gw, body, route, fwd)
@@ -105,7 +88,7 @@ async def _ask_upstream(gw: Gateway, body: dict[str, Any], route: Route, fwd: Fo
     secret = account.get_secret()
     try:
         status, raw = await gw.upstream.post_read(
-            UpstreamTarget(provider, secret, proto.PATH + COUNT_PATH, fwd), out)
+            UpstreamTarget(provider, secret, proto.COUNT_TOKENS_PATH or "", fwd), out)
     except NETWORK_ERRORS as exc:
         log.warning("count_tokens on provider %s failed (%s); estimating", provider.name, type(exc).__name__)
         return None

@@ -8,20 +8,29 @@ Code gateway protocol, "Messages" and "Billing group").
 - ``tags`` (request tags): the one named by ``GATEWAY_BILLING_GROUP_TAG`` is the request's billing
   group, kept on its log row (Claude Code sends its ``attributionProject`` setting there). Whether
   the tags reach the upstream is the provider's ``accepts_request_tags`` (``gateway.exchange.forwarding``).
+
+And what the endpoint answers beyond the common path: the caller's standing against its USD caps on a
+200, in the headers Claude Code reads (``gateway.limits.standing``). The Messages view hands
+:data:`MESSAGES` to ``api_call``, which asks it at each step; the other endpoints have none.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from translation.protocol import ProtocolModule
+
+from ..edge.responses import ApiResponse
 from ..errors import InvalidRequest
 from ..exchange.routing import Route
+from ..limits.standing import Standing, answer_headers
 
 SAFEGUARDS = "safeguards"
 
 
-def refuse_what_the_upstream_cannot_take(body: dict[str, Any], route: Route) -> None:
-    if SAFEGUARDS in body and route.provider.protocol != "anthropic":
+def refuse_what_the_upstream_cannot_take(body: dict[str, Any], route: Route, client: ProtocolModule) -> None:
+    if SAFEGUARDS in body and route.provider.protocol != client.NAME:
         raise InvalidRequest("safeguards: this model's upstream cannot run auto mode's safety check; send the "
                              "request without safeguards", param=SAFEGUARDS)
 
@@ -34,3 +43,21 @@ def billing_group(body: dict[str, Any], tag: str) -> str:
         return ""
     value = tags.get(tag)
     return value[:100] if isinstance(value, str) else ""
+
+
+class MessagesFields:
+    """The Messages endpoint's own fields and answer headers, as ``api_call`` asks for them."""
+
+    def refuse(self, body: dict[str, Any], route: Route, client: ProtocolModule) -> None:
+        refuse_what_the_upstream_cannot_take(body, route, client)
+
+    def billing_group(self, body: dict[str, Any], tag: str) -> str:
+        return billing_group(body, tag)
+
+    def answer(self, response: ApiResponse, standings: Sequence[Standing]) -> None:
+        if standings and response.status == 200:
+            for name, value in answer_headers(standings).items():
+                response[name] = value
+
+
+MESSAGES = MessagesFields()

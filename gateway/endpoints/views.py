@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -36,16 +37,18 @@ from ..errors import (
     unavailable,
 )
 from ..exchange import conversation
-from ..exchange.dispatch import Exchange, dispatch
+from ..exchange.dispatch import dispatch
+from ..exchange.exchange import Exchange
+from ..exchange.finish import finish, refused
 from ..exchange.routing import Route, check_allowed, may_use, resolve, shown
 from ..exchange.session import session_of
 from ..limits import request_estimate
-from ..limits.standing import answer_headers
 from ..log.record import LogRecord
 from ..state import KeyInfo
-from . import compaction, messages_fields, model_shapes
+from . import compaction, model_shapes
 from .auth import authenticate
 from .count_tokens import count_input_tokens
+from .messages_fields import MESSAGES, MessagesFields
 from .models_list import entry_for
 
 log = logging.getLogger(__name__)
@@ -96,20 +99,20 @@ def parse_request(proto: ProtocolModule, body: Any) -> ir.Request:
 
 
 def _log_rejected(gw: Gateway, proto: ProtocolModule, key: KeyInfo | None, body: Any, err: GatewayError,
-                  request: ApiRequest) -> None:
+                  request: ApiRequest, started: float) -> None:
     """The row of a request refused before dispatch. A key refused as unknown is logged as no key at
     all: what was presented is never stored, whether a typo of a real key or a guess. A key refused
     as inactive (found by the same hash) is logged by its name."""
 
     model = body.get("model") if isinstance(body, dict) else None
-    gw.log.submit(LogRecord(
+    record = LogRecord(
         request_id=new_id("req_"), client_protocol=proto.NAME, client_key_id=key.id if key else None,
         client_key_name=key.name if key else "", model_requested=model if isinstance(model, str) else "",
-        stream=bool(isinstance(body, dict) and body.get("stream") is True),
-        status=status_of(err, proto.NAME), error_class=err.error_class, transport=request.transport,
+        stream=bool(isinstance(body, dict) and body.get("stream") is True), transport=request.transport,
         user_id=key.user_id if key else None, team_id=key.team_id if key else None,
         surface=key.surface if key else "", **(hints.read(request.headers) if key else {}),
-    ))
+    )
+    refused(gw.log, record, started, status_of(err, proto.NAME), err.error_class)
 
 
 Serve = Callable[[Gateway, Exchange], Awaitable[ApiResponse]]
@@ -146,15 +149,18 @@ def assembled_too_large(limit: int, how: str, size: int) -> PayloadTooLarge:
 
 async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_api_key: bool,
                    stateful: bool = False, serve: Serve = dispatch, outgoing: Outgoing | None = None,
-                   readable: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> ApiResponse:
+                   readable: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                   fields: MessagesFields | None = None) -> ApiResponse:
     """``stateful``: the protocol keeps conversations (Responses: ``previous_response_id``, ``store``);
-    ``readable``: the body as the request parser is to read it (the client's own is what is forwarded).
+    ``readable``: the body as the request parser is to read it (the client's own is what is forwarded);
+    ``fields``: the endpoint's own fields and answer headers (Messages').
 
     The request's limits and budgets count what goes upstream: the client's body with the conversation
     it continues written out (a ``previous_response_id`` of a few bytes may stand for megabytes), or
     what ``outgoing`` makes of that.
     """
 
+    started = time.monotonic()
     proto = registry.get(proto_name)
     key: KeyInfo | None = None
     body: Any = None
@@ -170,8 +176,8 @@ async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_ap
         ireq = parse_request(proto, body if readable is None else readable(body))
         check_allowed(key, ireq.model)  # before routing: a name the key may not use is not looked up
         route = resolve(ireq.model, snap)
-        if proto.NAME == "anthropic":
-            messages_fields.refuse_what_the_upstream_cannot_take(body, route)
+        if fields is not None:
+            fields.refuse(body, route, proto)
         written = body
         if previous is not None:  # the conversation as the routed provider may be sent it
             written = previous.expanded(body, route.provider.id)
@@ -179,14 +185,14 @@ async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_ap
         upstream = outgoing(gw, key, route, written) if outgoing is not None else written
         upstream_bytes = sent_upstream(gw, body, len(request.body), written, upstream)
         ex = Exchange(new_id("req_"), proto, key, body, ireq, route, request.headers,
-                      request.query, previous, stateful and conversation.keeps(body),
+                      request.query, previous, stateful and conversation.keeps(body), started=started,
                       session=session_of(proto.NAME, request.headers, body, key.id,
                                          previous.entries[0].response_id if previous is not None else None))
         ex.sent = (upstream, upstream_bytes)
         prices = route.provider.prices
         ex.record.transport = request.transport
-        if proto.NAME == "anthropic":
-            ex.record.billing_group = messages_fields.billing_group(body, gw.options.billing_group_tag)
+        if fields is not None:
+            ex.record.billing_group = fields.billing_group(body, gw.options.billing_group_tag)
         estimate = request_estimate(
             proto.NAME, upstream, ireq if upstream is written else parse_request(proto, upstream), upstream_bytes,
             gw.options.reserve_output_tokens, prices, route.upstream_model)
@@ -194,38 +200,27 @@ async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_ap
         ex.record.request_body = gw.log.keep_body(request.body)
         standings = ex.hold.standings
         response = await serve(gw, ex)
-        if standings and proto.NAME == "anthropic" and response.status == 200:
-            # The caller's standing against its USD caps, as Claude Code shows it (gateway.limits.standing).
-            for name, value in answer_headers(standings).items():
-                response[name] = value
+        if fields is not None:
+            fields.answer(response, standings)
         return response
     except (GatewayError, DatabaseUnavailable) as exc:
         err = exc if isinstance(exc, GatewayError) else unavailable(exc)
         if ex is not None:
-            ex.record.status, ex.record.error_class = status_of(err, proto.NAME), err.error_class
-            ex.record.latency_ms = ex.elapsed_ms()
-            gw.log.submit(ex.record)
+            finish(gw.log, ex, status_of(err, proto.NAME), err.error_class)
         elif key is not None or isinstance(err, AuthenticationFailed):
-            refused = err.refused_key if isinstance(err, AuthenticationFailed) else None
-            _log_rejected(gw, proto, key or refused, body, err, request)
+            refused_key = err.refused_key if isinstance(err, AuthenticationFailed) else None
+            _log_rejected(gw, proto, key or refused_key, body, err, request, started)
         return error_response(proto.NAME, err)
     except asyncio.CancelledError:
         # The client hung up (or the gateway is stopping) before the answer: the request keeps its row.
         if ex is not None:
-            ex.record.status, ex.record.error_class = 499, ErrorClass.CLIENT_DISCONNECTED
-            ex.record.latency_ms = ex.elapsed_ms()
-            gw.log.submit(ex.record)
+            finish(gw.log, ex, 499, ErrorClass.CLIENT_DISCONNECTED)
         raise
     except Exception:
         log.exception("unexpected failure serving %s", request.path)
-        failure = GatewayError("The gateway failed to serve this request; it has been logged")
         if ex is not None:
-            ex.record.status, ex.record.error_class = 500, ErrorClass.INTERNAL
-            gw.log.submit(ex.record)
-        return error_response(proto.NAME, failure)
-    finally:
-        if ex is not None:
-            ex.settle()  # every ending but a stream's (its writer took the hold and settles it at its end)
+            finish(gw.log, ex, 500, ErrorClass.INTERNAL)
+        return error_response(proto.NAME, GatewayError("The gateway failed to serve this request; it has been logged"))
 
 
 async def chat_completions(gw: Gateway, request: ApiRequest) -> ApiResponse:
@@ -233,7 +228,7 @@ async def chat_completions(gw: Gateway, request: ApiRequest) -> ApiResponse:
 
 
 async def messages(gw: Gateway, request: ApiRequest) -> ApiResponse:
-    return await api_call(gw, request, "anthropic", allow_x_api_key=True)
+    return await api_call(gw, request, "anthropic", allow_x_api_key=True, fields=MESSAGES)
 
 
 async def responses(gw: Gateway, request: ApiRequest) -> ApiResponse:
@@ -247,7 +242,7 @@ async def responses_compact(gw: Gateway, request: ApiRequest) -> ApiResponse:
 
 
 def _gateway_compacts(route: Route) -> bool:
-    return route.provider.protocol != "responses"  # a Responses upstream compacts for itself
+    return registry.get(route.provider.protocol).COMPACT_PATH is None  # a Responses upstream compacts for itself
 
 
 def _responses_outgoing(gw: Gateway, key: KeyInfo, route: Route, written: dict[str, Any]) -> dict[str, Any]:
@@ -284,7 +279,7 @@ async def _serve_responses(gw: Gateway, ex: Exchange) -> ApiResponse:
 
 async def _serve_compact(gw: Gateway, ex: Exchange) -> ApiResponse:
     if ex.passthrough:
-        ex.upstream_path = compaction.COMPACT_PATH
+        ex.upstream_path = ex.client.COMPACT_PATH
         return await dispatch(gw, ex)
     history = _written_out(ex)
     item, usage = await compaction.summarise(gw, ex, parse_request, history)

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 
 class Answered(Protocol):
-    """What storing an answer reads of its exchange (``gateway.exchange.dispatch.Exchange``, which imports this)."""
+    """What storing an answer reads of its exchange (``gateway.exchange.exchange.Exchange``, which imports this)."""
 
     key: KeyInfo
     body: Any

@@ -25,6 +25,9 @@ many compatible servers reject both, and they only label usage.
 Query parameters: ``beta`` (Claude Code posts to ``/v1/messages?beta=true``) to an
 Anthropic upstream on the same protocol; no other.
 
+Each protocol module names what its upstreams are sent (``FORWARDED_HEADERS``, ``FORWARDED_QUERY`` and
+``BETA_HEADER`` in ``translation.<protocol>``); the table above is what they say together.
+
 A provider's own ``headers`` are applied last: they add or override any of these
 (and the credential), and an empty value drops the header.
 
@@ -42,22 +45,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlencode
 
-
-@dataclass(frozen=True)
-class _Rule:
-    upstreams: frozenset[str]
-    same_protocol_only: bool = False
-
-
-HEADERS: dict[str, _Rule] = {
-    "anthropic-beta": _Rule(frozenset({"anthropic"}), same_protocol_only=True),
-    "anthropic-version": _Rule(frozenset({"anthropic"})),
-    "openai-beta": _Rule(frozenset({"openai_chat", "responses"})),
-    "x-codex-beta-features": _Rule(frozenset({"responses"}), same_protocol_only=True),
-}
-QUERY: dict[str, _Rule] = {
-    "beta": _Rule(frozenset({"anthropic"}), same_protocol_only=True),
-}
+from translation import registry
 
 
 @dataclass(frozen=True)
@@ -75,19 +63,21 @@ def forwarded(client_headers: Mapping[str, str], query: str, client: str, upstre
     translated Anthropic body relies on; ``request_tags``: the upstream takes request tags."""
 
     same = client == upstream
+    proto = registry.get(upstream)
     headers: dict[str, str] = {}
-    for name, rule in HEADERS.items():
-        if upstream in rule.upstreams and (same or not rule.same_protocol_only):
+    for name, same_protocol_only in proto.FORWARDED_HEADERS.items():
+        if same or not same_protocol_only:
             value = client_headers.get(name)
             if value and name == "anthropic-beta" and not request_tags and REQUEST_TAGS_BETA in value:
                 value = ",".join(b for b in (v.strip() for v in value.split(",")) if b and b != REQUEST_TAGS_BETA)
             if value:
                 headers[name] = value
     betas = list(dict.fromkeys(required_betas))
-    if betas and upstream == "anthropic" and not same:
-        headers["anthropic-beta"] = ",".join(betas)
+    if betas and proto.BETA_HEADER is not None and not same:
+        headers[proto.BETA_HEADER] = ",".join(betas)
+    query_rules = proto.FORWARDED_QUERY
     params = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True)
-              if k in QUERY and upstream in QUERY[k].upstreams and (same or not QUERY[k].same_protocol_only)]
+              if k in query_rules and (same or not query_rules[k])]
     return Forwarded(headers, urlencode(params))
 
 

@@ -38,6 +38,7 @@ from translation.passthrough import Tap
 from translation.sse import EventTooLarge, SSEEvent, SSEParser
 from translation.streams import StreamDecoder
 
+from .idle import IdlePolicy
 from .upstream import NETWORK_ERRORS, TooLarge, UpstreamResponse
 
 log = logging.getLogger(__name__)
@@ -158,11 +159,11 @@ class OpenStreams:
 
 
 class UpstreamStream:
-    def __init__(self, response: UpstreamResponse, reader: Reader, idle_timeout: float,
+    def __init__(self, response: UpstreamResponse, reader: Reader, idle: IdlePolicy,
                  streams: OpenStreams | None = None, bounds: Bounds = Bounds()) -> None:
         self._response = response
         self._reader = reader
-        self.idle_timeout = idle_timeout
+        self.idle = idle  # what the upstream's silence costs (gateway.exchange.idle)
         # A deque and one waiter, not an asyncio.Queue read through wait_for: that made a task and
         # a timer per chunk, a measurable share of a stream's cost.
         self._items: deque[Batch | None] = deque()
@@ -276,26 +277,25 @@ def _wake(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
-async def read_until_content(stream: UpstreamStream, wait: float) -> tuple[list[Batch], str]:
-    """Collect batches until content shows, an error, the end, or ``wait`` seconds pass.
+async def read_until_content(stream: UpstreamStream) -> tuple[list[Batch], str]:
+    """Collect batches until content shows, an error, the end, or a keepalive is due (the client has
+    waited long enough for its first bytes).
 
     Returns the batches and why it stopped: "content", "error", "end" or "wait".
     Until content has been seen nothing has gone to the client, so an error here
     can still be retried on another account.
     """
 
+    idle = stream.idle
     collected: list[Batch] = []
-    deadline = time.monotonic() + wait
+    deadline = time.monotonic() + idle.keepalive
     while True:
-        remaining = min(deadline - time.monotonic(), stream.idle_timeout - stream.idle_for())
-        item = await stream.next(remaining)
+        item = await stream.next(min(deadline - time.monotonic(), idle.until_stalled(stream.idle_for())))
         if item is None:
             return collected, "end"
         if item == TIMEOUT:
-            if stream.idle_for() >= stream.idle_timeout:
-                collected.append(Batch([ir.transport_error(ir.TransportFailure.TIMEOUT,
-                                                           "upstream sent nothing within its idle timeout", 504)],
-                                       local=True))
+            if idle.stalled(stream.idle_for()):
+                collected.append(Batch([idle.stall()], local=True))
                 return collected, "error"
             return collected, "wait"
         collected.append(item)

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from accounts.models import Account
     from accounts.pool import Pool
 
-    from .dispatch import Exchange
+    from .exchange import Exchange
 
 KEPT, ASSIGNED, MOVED = "kept", "assigned", "moved"
 # Why a session left its account: its account was disabled, cooling down or removed; its rate

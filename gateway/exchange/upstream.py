@@ -44,6 +44,8 @@ import certifi
 from aiohttp.payload import BytesPayload
 from multidict import CIMultiDictProxy
 
+from translation import registry
+
 from ..state import ProviderInfo
 from .forwarding import Forwarded, apply_provider_headers
 
@@ -110,12 +112,8 @@ def upstream_headers(provider: ProviderInfo, secret: str, extra: dict[str, str],
     """A request's headers: ours, the account's credential in the provider's scheme, what the
     forwarding policy lets through from the client (gateway.exchange.forwarding), then the provider's own."""
 
-    headers = {"user-agent": USER_AGENT, **extra}
-    if provider.protocol == "anthropic":
-        headers["x-api-key"] = secret
-        headers["anthropic-version"] = provider.anthropic_version
-    else:
-        headers["authorization"] = f"Bearer {secret}"
+    headers = {"user-agent": USER_AGENT, **extra,
+               **registry.get(provider.protocol).credentials(secret, provider.anthropic_version)}
     if forwarded is not None:
         headers.update(forwarded.headers)
     return apply_provider_headers(headers, provider.headers)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from accounts.prices import Tokens, cost, micro_dollars
-from translation import ir
+from translation import ir, registry
 
 from ..errors import NestingTooDeep
 from .budgets import USD, Budget
@@ -27,7 +27,7 @@ from .tokens import estimate_input_tokens
 
 
 def input_tokens_of(client: str, body: dict[str, Any], body_bytes: int) -> int:
-    if client == "anthropic":
+    if registry.get(client).COUNTED_BY_CONTENT:
         try:
             return estimate_input_tokens(body)
         except NestingTooDeep:

@@ -36,7 +36,8 @@ from gateway.background.poolhealth import PoolHealth
 from gateway.background.prober import Prober
 from gateway.edge.api import api_routes
 from gateway.edge.responses import ApiResponse
-from gateway.exchange.dispatch import Exchange, dispatch
+from gateway.exchange.dispatch import dispatch
+from gateway.exchange.exchange import Exchange
 from gateway.exchange.routing import Route
 from gateway.exchange.upstream import UpstreamClient, UpstreamResponse, UpstreamTarget
 from gateway.limits import Limits

@@ -8,7 +8,16 @@ from typing import Any
 
 import orjson
 
-from gateway.exchange.relay import TIMEOUT, Batch, Decoding, OpenStreams, Tapping, UpstreamStream, read_until_content
+from gateway.exchange.idle import STALLED, IdlePolicy
+from gateway.exchange.relay import (
+    TIMEOUT,
+    Batch,
+    Decoding,
+    OpenStreams,
+    Tapping,
+    UpstreamStream,
+    read_until_content,
+)
 from gateway.options import Options
 from tests.gateway.fakes import (
     FakeResponse,
@@ -36,12 +45,12 @@ CHAT = registry.get("openai_chat")
 
 def tapped(reply: Reply, idle: float = 5.0, streams: OpenStreams | None = None) -> tuple[UpstreamStream, FakeResponse]:
     response = FakeResponse(reply)
-    return UpstreamStream(response, Tapping(CHAT.stream_tap(None, "m-1")), idle, streams), response
+    return UpstreamStream(response, Tapping(CHAT.stream_tap(None, "m-1")), IdlePolicy(idle, 10.0), streams), response
 
 
-def decoded(reply: Reply, idle: float = 5.0) -> tuple[UpstreamStream, FakeResponse]:
+def decoded(reply: Reply, idle: float = 5.0, keepalive: float = 10.0) -> tuple[UpstreamStream, FakeResponse]:
     response = FakeResponse(reply)
-    return UpstreamStream(response, Decoding(CHAT.stream_decoder()), idle), response
+    return UpstreamStream(response, Decoding(CHAT.stream_decoder()), IdlePolicy(idle, keepalive)), response
 
 
 async def drain(stream: UpstreamStream, wait: float = 1.0) -> list[Batch | str | None]:
@@ -131,9 +140,9 @@ def test_closing_a_stream_drops_the_upstream_connection() -> None:
 
 def until_content(reply: Reply, wait: float = 1.0, idle: float = 5.0) -> tuple[list[Batch], str]:
     async def work() -> tuple[list[Batch], str]:
-        stream, _ = decoded(reply, idle)
+        stream, _ = decoded(reply, idle, keepalive=wait)
         try:
-            return await read_until_content(stream, wait)
+            return await read_until_content(stream)
         finally:
             stream.close()
 
@@ -218,3 +227,15 @@ def test_an_error_event_translated_mid_stream_loses_the_accounts_key() -> None:
 
     batch = Decoding(CHAT.stream_decoder(), ACCOUNT_KEY).read([SSEEvent(data=ECHO)])
     assert errors(batch) and all("1234567" not in e.message and "[redacted]" in e.message for e in errors(batch))
+
+
+def test_a_stall_before_and_after_the_first_content_is_one_504_in_one_message() -> None:
+    batches, why = until_content(Reply(200, [], stall=True), wait=5.0, idle=0.03)
+    before = batches[0].events[0]
+    prov = provider(idle_timeout=0.1)
+    r = rig(snapshot([prov]), [account(1, "sk-one")],
+            FakeUpstream({"sk-one": sse_reply(*chat_stream("partial")[:2], stall=True)}))
+    got = events(run(lambda: stream_of(r, exchange("openai_chat", chat_body(stream=True), prov))))
+    after = got[-2][1]["error"]
+    assert isinstance(before, ir.Error) and (before.status, why) == (504, "error")
+    assert after["message"] == before.message == STALLED

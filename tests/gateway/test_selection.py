@@ -23,7 +23,8 @@ from accounts import pickorder
 from accounts.models import Account
 from gateway.errors import PoolQuotaExhausted
 from gateway.exchange.affinity import Affinity, MemoryAffinity
-from gateway.exchange.dispatch import Exchange, dispatch
+from gateway.exchange.dispatch import dispatch
+from gateway.exchange.exchange import Exchange
 from gateway.exchange.headroom import HeadroomBook
 from gateway.exchange.selection import ASSIGNED, BUSY, FAILED, KEPT, MOVED, QUOTA, UNAVAILABLE, Selector
 from gateway.exchange.session import Session

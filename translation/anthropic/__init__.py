@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..passthrough import ModelRewrite
 from ..protocol import EncodeContext
 from .build import build_request, passthrough_request, required_betas
@@ -12,6 +14,19 @@ from .request import parse_request
 from .response import parse_response, render_response
 from .tap import AnthropicTap
 from .wire import NAME, PATH
+
+COUNT_TOKENS_PATH: str | None = PATH + "/count_tokens"
+COMPACT_PATH: str | None = None
+CACHE_KEY_FIELD: str | None = None  # its prompt cache goes by cache_control breakpoints (breakpoints.py)
+KEEPALIVE: bytes | None = b'event: ping\ndata: {"type": "ping"}\n\n'  # as its API sends it
+COUNTED_BY_CONTENT = True
+FORWARDED_HEADERS: Mapping[str, bool] = {"anthropic-beta": True, "anthropic-version": False}
+FORWARDED_QUERY: Mapping[str, bool] = {"beta": True}  # Claude Code posts to /v1/messages?beta=true
+BETA_HEADER: str | None = "anthropic-beta"
+
+
+def credentials(secret: str, version: str) -> dict[str, str]:
+    return {"x-api-key": secret, "anthropic-version": version}
 
 
 def stream_decoder() -> AnthropicStreamDecoder:
@@ -29,5 +44,6 @@ def stream_tap(rewrite: ModelRewrite | None, client_model: str) -> AnthropicTap:
 __all__ = [
     "NAME", "PATH", "parse_request", "build_request", "passthrough_request", "parse_response",
     "render_response", "stream_decoder", "stream_encoder", "stream_tap", "render_error", "parse_error",
-    "required_betas",
+    "required_betas", "COUNT_TOKENS_PATH", "COMPACT_PATH", "CACHE_KEY_FIELD", "KEEPALIVE", "COUNTED_BY_CONTENT",
+    "FORWARDED_HEADERS", "FORWARDED_QUERY", "BETA_HEADER", "credentials",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..passthrough import ModelRewrite
@@ -16,6 +17,18 @@ from .tap import ChatTap
 
 NAME = "openai_chat"
 PATH = "/chat/completions"
+COUNT_TOKENS_PATH: str | None = None
+COMPACT_PATH: str | None = None
+CACHE_KEY_FIELD: str | None = "prompt_cache_key"
+KEEPALIVE: bytes | None = None
+COUNTED_BY_CONTENT = False
+FORWARDED_HEADERS: Mapping[str, bool] = {"openai-beta": False}
+FORWARDED_QUERY: Mapping[str, bool] = {}
+BETA_HEADER: str | None = None
+
+
+def credentials(secret: str, version: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {secret}"}
 
 
 def stream_decoder() -> ChatStreamDecoder:
@@ -40,4 +53,6 @@ __all__ = [
     "NAME", "PATH", "ChatStreamDecoder", "ChatStreamEncoder", "build_request", "parse_error",
     "parse_request", "parse_response", "passthrough_request", "render_error", "render_response",
     "stream_decoder", "stream_encoder", "stream_tap", "required_betas",
+    "COUNT_TOKENS_PATH", "COMPACT_PATH", "CACHE_KEY_FIELD", "KEEPALIVE", "COUNTED_BY_CONTENT",
+    "FORWARDED_HEADERS", "FORWARDED_QUERY", "BETA_HEADER", "credentials",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..passthrough import ModelRewrite
@@ -16,6 +17,19 @@ from .tap import ResponsesTap
 
 NAME = "responses"
 PATH = "/responses"
+COUNT_TOKENS_PATH: str | None = None
+COMPACT_PATH: str | None = "/responses/compact"
+CACHE_KEY_FIELD: str | None = "prompt_cache_key"
+KEEPALIVE: bytes | None = None
+COUNTED_BY_CONTENT = False
+# x-codex-beta-features: Codex's remote_compaction_v2, with which the upstream reads the compaction trigger.
+FORWARDED_HEADERS: Mapping[str, bool] = {"openai-beta": False, "x-codex-beta-features": True}
+FORWARDED_QUERY: Mapping[str, bool] = {}
+BETA_HEADER: str | None = None
+
+
+def credentials(secret: str, version: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {secret}"}
 
 
 def stream_decoder() -> ResponsesStreamDecoder:
@@ -39,4 +53,6 @@ def required_betas(body: dict[str, Any]) -> list[str]:
 __all__ = [
     "NAME", "PATH", "parse_request", "build_request", "passthrough_request", "parse_response",
     "render_response", "stream_decoder", "stream_encoder", "stream_tap", "required_betas", "render_error", "parse_error",
+    "COUNT_TOKENS_PATH", "COMPACT_PATH", "CACHE_KEY_FIELD", "KEEPALIVE", "COUNTED_BY_CONTENT",
+    "FORWARDED_HEADERS", "FORWARDED_QUERY", "BETA_HEADER", "credentials",
 ]
