@@ -28,6 +28,17 @@ def back_in_pool(account: Account) -> str:
 
 
 @register.filter
+def last_test(account: Account) -> str:
+    """The account's last test (the prober's, whoever asked for it): "OK at 2026-11-25 07:12:37 UTC"."""
+
+    if account.probe_requested_at is not None:
+        return "queued"
+    if account.probed_at is None:
+        return "—"
+    return f"{account.probe_summary or ('OK' if account.probe_ok else 'failed')} at {formats.when(account.probed_at)}"
+
+
+@register.filter
 def rate_limits(account: Account) -> str:
     """What the account has left of its provider's rate limits, as the gateway last wrote it."""
 

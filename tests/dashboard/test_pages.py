@@ -83,8 +83,8 @@ def test_an_account_that_failed_before_another_answered_shows_the_failure_in_its
     write([record(b, attempts=attempts)])
     html = staff_client.get(reverse("dashboard:usage") + "?window=1h").content.decode()
     row_a = text_of_row(html, a.pk)
-    assert row_a[5:7] == ["1", "1"] and row_a[-4:-2] == ["1", "1"]  # window and all time: 1 request, 1 error
-    assert text_of_row(html, b.pk)[5:7] == ["1", "0"]
+    assert row_a[6:8] == ["1", "1"] and row_a[-6:-4] == ["1", "1"]  # window and all time: 1 request, 1 error
+    assert text_of_row(html, b.pk)[6:8] == ["1", "0"]
     overview = text(staff_client.get(reverse("dashboard:overview") + "?window=1h"))
     assert "Requests 1 " in overview and "Upstream failures what ops act on 0.0 %" in overview  # it went well
 
