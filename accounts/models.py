@@ -221,6 +221,10 @@ class ApiKey(UsageCounters, UsdBudgets):
         null=True, blank=True, help_text="Requests in flight at once, across gateway processes; empty: no cap")
     created_at = models.DateTimeField(auto_now_add=True)
 
+    class Meta:
+        # What the README, the dashboard and the API's errors call it; the model's name is older.
+        verbose_name = "client key"
+
     def __str__(self) -> str:
         return self.name
 
@@ -357,6 +361,9 @@ class RequestLog(models.Model):
             models.Index(fields=["status", "created_at"]),
             # the dashboard's model filter: without it a rare model scans the whole log
             models.Index(fields=["model_requested", "created_at"]),
+            # the dashboard's error-class filter, the same way; only failed requests pay for it
+            models.Index(fields=["error_class", "created_at"], condition=~models.Q(error_class=""),
+                         name="requestlog_error_class_at"),
         ]
 
     def __str__(self) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import messages
 from django.contrib.admin.models import CHANGE, LogEntry
@@ -71,8 +71,9 @@ async def test_now(account: Account) -> Tested:
     """The probe the background tests send, sent now by this process's gateway and recorded as theirs
     (a success puts a pool-disabled account back); queued for a gateway process when none runs here."""
 
-    for _receiver, outcome in await testnow.test_requested.asend(sender=Account, account_id=account.pk):
-        if outcome is not None:
+    for _receiver, answer in await testnow.test_requested.asend(sender=Account, account_id=account.pk):
+        if answer is not None:
+            outcome = cast(testnow.TestOutcome, answer)
             return Tested(outcome.ok, outcome.summary, outcome.latency_ms)
     return Tested(False, "", None, queued=True)
 

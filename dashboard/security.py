@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import wraps
 from inspect import iscoroutinefunction
+from typing import Any
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse
@@ -20,7 +21,7 @@ HEADERS = {
     "Cache-Control": "no-store",
 }
 
-View = Callable[..., HttpResponse]
+View = Callable[..., Any]  # a view returning a response, or an async one
 
 
 def staff_page(view: View) -> View:

@@ -128,7 +128,8 @@ def requests_list(request: HttpRequest) -> HttpResponse:
     params = request.GET.copy()
     params.pop("after", None)
     return render(request, "dashboard/requests.html", {
-        "form": form, "page": page, "query": params.urlencode(),
+        "form": form, "page": page, "query": params.urlencode(), "account_names": logsearch.account_names(),
+        "account_names_id": logsearch.NAME_LIST_ID,
         # New rows are pushed live only into the unfiltered first page, where they belong.
         "live": not cursor and not any(v for k, v in request.GET.items()),
     })

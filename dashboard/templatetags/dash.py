@@ -13,6 +13,7 @@ from accounts.outcomes import ErrorClass, Verdict
 register = template.Library()
 
 register.filter("when", formats.when)
+register.filter("short_when", formats.short_when)
 register.filter("money", formats.money)
 
 
