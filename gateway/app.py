@@ -28,7 +28,6 @@ from accounts.configversion import config_changed
 from accounts.db import hop
 from accounts.models import Account, Provider
 from accounts.testnow import test_requested
-from accounts.testnow import test_requested
 from alerts import delivery as alert_delivery
 from alerts.events import budget_reached
 
