@@ -79,7 +79,9 @@ async def test_now(account: Account) -> Tested:
 
 
 def tell(request: HttpRequest, account: Account, text: str, level: int = messages.SUCCESS) -> None:
-    messages.add_message(request, level, f"{account}: {text}", extra_tags=f"{TAG}{account.pk}")
+    """What came of an action, for the account's row (the pages the actions go back to show it there)."""
+
+    messages.add_message(request, level, text[:1].upper() + text[1:], extra_tags=f"{TAG}{account.pk}")
 
 
 def notes(request: HttpRequest) -> tuple[dict[int, list[Message]], list[Message]]:

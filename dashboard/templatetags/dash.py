@@ -28,6 +28,9 @@ def back_in_pool(account: Account) -> str:
     return "—"
 
 
+LAST_TEST_CHARS = 60
+
+
 @register.filter
 def last_test(account: Account) -> str:
     """The account's last test (the prober's, whoever asked for it): "OK at 2026-11-25 07:12:37 UTC"."""
@@ -36,7 +39,10 @@ def last_test(account: Account) -> str:
         return "queued"
     if account.probed_at is None:
         return "—"
-    return f"{account.probe_summary or ('OK' if account.probe_ok else 'failed')} at {formats.when(account.probed_at)}"
+    summary = account.probe_summary or ("OK" if account.probe_ok else "failed")
+    if len(summary) > LAST_TEST_CHARS:  # the whole of it is on the account's admin page
+        summary = summary[:LAST_TEST_CHARS - 1] + "…"
+    return f"{summary} at {formats.short_when(account.probed_at)}"
 
 
 @register.filter
