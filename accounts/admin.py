@@ -60,6 +60,18 @@ def clipped(text: str, limit: int) -> str:
     return format_html('<span title="{}">{}…</span>', text, text[:limit - 1])
 
 
+def money_column(field: str, description: str) -> Callable[[Any], str]:
+    """A list column of an amount of dollars as the project writes money (``$0.50``, not the column's
+    ``0.500000``): for the budgets of client keys and teams as for balances and costs."""
+
+    @admin.display(description=description, ordering=field)
+    def column(obj: Any) -> str:
+        return money(getattr(obj, field))
+
+    column.__name__ = f"{field}_in_dollars"
+    return column
+
+
 class AmountInput(forms.NumberInput):
     """A dollar amount in a form: ``56.37``, not the column's eight places (``56.37000000``)."""
 

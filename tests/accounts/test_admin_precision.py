@@ -138,3 +138,11 @@ def test_amounts_in_inputs_keep_the_digits_that_mean_something(value: Any, shown
     from accounts.formats import amount
 
     assert amount(value if value is None else Decimal(value)) == shown
+
+
+def test_a_money_column_writes_dollars() -> None:
+    from accounts.admin import money_column
+
+    column = money_column("usd_budget_day", "budget per 24 hours")
+    key = ApiKey(name="k", usd_budget_day=Decimal("0.500000"))
+    assert column(key) == "$0.50" and column(ApiKey(name="none")) == "—"
