@@ -4,11 +4,23 @@ from django.conf import settings
 from django.db import migrations, models
 
 
+def rename_permissions(apps, schema_editor):
+    """Permissions are named once, when created: those made before the model was called a client key
+    keep "api key" in the admin's permission lists unless renamed here."""
+
+    Permission = apps.get_model("auth", "Permission")
+    for perm in Permission.objects.filter(content_type__app_label="accounts", content_type__model="apikey"):
+        perm.name = perm.name.replace("api key", "client key")
+        perm.save(update_fields=["name"])
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0028_request_attempts'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
+        ('auth', '0012_alter_user_first_name_max_length'),
+        ('contenttypes', '0002_remove_content_type_name'),
     ]
 
     operations = [
@@ -20,4 +32,5 @@ class Migration(migrations.Migration):
             model_name='requestlog',
             index=models.Index(condition=models.Q(('error_class', ''), _negated=True), fields=['error_class', 'created_at'], name='requestlog_error_class_at'),
         ),
+        migrations.RunPython(rename_permissions, migrations.RunPython.noop),
     ]
