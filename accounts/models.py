@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from atrest import EncryptedTextField
 
-from . import secrets
+from . import formats, secrets
 from .outcomes import ErrorClass, Verdict
 from .pickorder import STRATEGIES, STRATEGY_NAMES
 from .rules import DEFAULT_RULES
@@ -277,7 +277,7 @@ class DisableEvent(models.Model):
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
-        return f"{self.account} disabled {self.created_at:%Y-%m-%d %H:%M} ({self.tier})"
+        return f"{self.account} disabled {formats.when(self.created_at)} ({self.tier})"
 
 
 class Lease(models.Model):

@@ -56,6 +56,7 @@ def test_disable_events_show_when_to_the_second_with_the_zone(admin_client: Clie
     event = DisableEvent.objects.get()
     detail = page(admin_client, reverse("admin:accounts_disableevent_change", args=[event.pk]))
     assert "2026-11-27 20:00:15 UTC" in detail and "2026-11-27 20:00:35 UTC" in detail
+    assert "up/acct-1 disabled 2026-11-27 20:00:15 UTC (tier3_account_exhausted)" in detail  # its title too
     assert "p.m." not in listed + detail and "Nov." not in listed + detail
 
 
