@@ -4,7 +4,7 @@ from django.conf import settings
 from django.db import migrations, models
 
 
-def rename_permissions(apps, schema_editor):
+def rename_permissions(apps, schema_editor):  # type: ignore[no-untyped-def]
     """Permissions are named once, when created: those made before the model was called a client key
     keep "api key" in the admin's permission lists unless renamed here."""
 
