@@ -101,6 +101,7 @@ def test_ops_disable_with_a_reason_test_now_and_enable_from_the_dashboard(
     expect(spare_row.locator('[data-field="action_result"]')).to_have_text(
         re.compile(r"Test passed in [\d,]+ ms: OK — left disabled: it was disabled by hand"))
     expect(spare_row.locator('[data-field="status"]')).to_have_text("Disabled")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1440  # actions and all, no sideways scroll
     shot(page, "4-test-now-passed")
 
     # 5. Put it back from its own page, which links to its admin page too.
