@@ -104,7 +104,7 @@ def test_the_request_page_shows_its_time_cost_and_attempts_as_a_table_linked_to_
     assert "2026-11-27 20:00:15 UTC" in text
     assert "$0.00042" in text and "0.00042000" not in text
     table = source.split('<table class="attempt-trace">', 1)[1].split("</table>", 1)[0]
-    cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td>(.*?)</td>", table, re.S)]
+    cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td>(.*?)</td>", table, re.DOTALL)]
     assert cells[:6] == ["1", "acct-1", "429", "account disabled, retried", "tier3_account_exhausted", "31 ms"]
     assert cells[7:13] == ["2", "acct-2", "200", "answered", "—", "1,200 ms"]
     assert "sk-live-0123456789abcdefgh" not in source and "[redacted]" in cells[6]

@@ -154,8 +154,8 @@ def test_test_now_shows_the_outcome_and_its_latency_on_the_row(staff_client: Cli
         testnow.test_requested.disconnect(gateway)
     assert no_gateway == [a.pk]
     assert "Test failed in 87 ms: HTTP 401 (auth_invalid): invalid key" in row_text(staff_client, a)
-    assert audit_of(a) == [("ops", "Tested from the dashboard: test failed in 87 ms: HTTP 401 (auth_invalid): "
-                                   "invalid key")]
+    said = "Tested from the dashboard: test failed in 87 ms: HTTP 401 (auth_invalid): invalid key"
+    assert audit_of(a) == [("ops", said)]
 
 
 @pytest.mark.django_db(transaction=True)  # the test's database work runs on a worker thread

@@ -16,9 +16,9 @@ from django.urls import reverse
 from accounts import pool
 from accounts.config_file import load
 from accounts.models import Account
-from tests.e2e.test_attribution import staff_browser
 from tests.dashboard.test_browser import dashboard_gateway  # noqa: F401 - a gateway of this module's own
 from tests.e2e.conftest import pool_config
+from tests.e2e.test_attribution import staff_browser
 from tests.servers import Server, seen
 
 pytestmark = pytest.mark.django_db(transaction=True)

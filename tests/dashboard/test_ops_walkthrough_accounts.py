@@ -21,6 +21,7 @@ from django.contrib.auth.models import User
 from accounts.config_file import load
 from accounts.models import Account, DisableEvent, RequestLog
 from tests.dashboard.conftest import PASSWORD
+
 # A gateway of this module's own (dashboard_gateway): the audit's LogEntry names the account's content type,
 # which a server caches for its life, and the tests that flush the database between them renumber them.
 from tests.dashboard.test_browser import browser, dashboard_gateway, log_in  # noqa: F401 - fixtures
