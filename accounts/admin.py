@@ -21,15 +21,18 @@ from django.shortcuts import render
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.functional import cached_property
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.module_loading import import_string
 
 from . import imports, pool
+from .adminfields import AmountInput
 from .formats import money, short_when
 from .headroom import summary as headroom_summary
 from .model_metadata import validate_metadata
 from .models import PROTOCOL_CHOICES, Account, DisableEvent, ModelAlias, Provider, RequestLog
+from .outcomes import Verdict
 from .prices import validate_prices
+from .redact import redact
 from .rules import validate_rules
 
 if TYPE_CHECKING:
@@ -38,6 +41,9 @@ if TYPE_CHECKING:
 # The lists need the width (they fit 1440 px with their usage columns; accounts/static/accounts/admin.css):
 # no app sidebar beside them; the breadcrumbs and the index lead everywhere it did.
 admin.site.enable_nav_sidebar = False
+admin.site.site_header = "LLM gateway administration"
+admin.site.site_title = "LLM gateway admin"
+admin.site.index_title = "Providers, accounts, client keys and the request log"
 
 INLINE_ACCOUNTS_MAX = 50  # beyond this the provider page links to the account list instead
 SHORT_PROTOCOL = {"openai_chat": "chat", "anthropic": "messages", "responses": "responses"}
@@ -61,6 +67,8 @@ class AccountForm(forms.ModelForm[Account]):
     class Meta:
         model = Account
         fields = ["provider", "label", "secret", "balance", "weight", "tier", "max_concurrent"]
+        widgets = {"balance": AmountInput()}
+        help_texts = {"balance": "USD"}
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -224,14 +232,15 @@ class AccountAdmin(admin.ModelAdmin[Account]):
     list_select_related = ["provider"]
     readonly_fields = ["key_hint", "status", "cooldown_until", "retest_at", "disabled_by_hand", "last_used_at",
                        "rate_limits", "requests", "errors", "input_tokens", "output_tokens", "cached_tokens",
-                       "cache_write_tokens", "reasoning_tokens", "last_test"]
+                       "cache_write_tokens", "reasoning_tokens", "last_test", "dashboard_link"]
     actions = ["enable_accounts", "disable_accounts", "test_accounts"]
     change_list_template = "admin/accounts/account/change_list.html"
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> _FieldGroups:
         if obj is None:
             return ["provider", "label", "secret", "balance", "weight", "tier", "max_concurrent"]
-        return ["provider", "label", "secret", "key_hint", "balance", "weight", "tier", "max_concurrent", "status",
+        return ["dashboard_link", "provider", "label", "secret", "key_hint", "balance", "weight", "tier",
+                "max_concurrent", "status",
                 "cooldown_until", "retest_at", "disabled_by_hand", "last_used_at", "rate_limits", "requests", "errors",
                 "input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens", "last_test"]
 
@@ -245,6 +254,11 @@ class AccountAdmin(admin.ModelAdmin[Account]):
         if obj.retest_at and obj.status == Account.DISABLED and not obj.disabled_by_hand:
             return f"test {short_when(obj.retest_at)}"
         return "—"
+
+    @admin.display(description="on the dashboard")
+    def dashboard_link(self, obj: Account) -> str:
+        return format_html('<a href="{}">its usage, events and failed attempts; act on it</a>',
+                           reverse("dashboard:account", args=[obj.pk]))
 
     @admin.display(description="rate limits left")
     def rate_limits(self, obj: Account) -> str:
@@ -490,6 +504,60 @@ class RequestLogAdmin(admin.ModelAdmin[RequestLog]):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    # The request's page: everything in full, times to the second, money in dollars, the attempts as a table.
+    readonly_fields = ["money_cost", "attempt_trace", "trace_link"]
+    fieldsets = [
+        (None, {"fields": ["created_at", "request_id", "trace_link", "client_key_name", "client_key", "user", "team",
+                           "surface", "client_protocol", "upstream_protocol", "transport", "provider", "account",
+                           "model_requested", "model_sent", "stream", "status", "error_class", "finish_reason"]}),
+        ("Attempts", {"fields": ["attempt_count", "attempt_trace"]}),
+        ("Time, tokens and cost", {"fields": ["latency_ms", "ttfb_ms", "input_tokens", "output_tokens", "cached_tokens",
+                                              "cache_write_tokens", "cache_write_1h_tokens", "reasoning_tokens",
+                                              "usage_estimated", "money_cost", "billing_group"]}),
+        ("Session", {"fields": ["affinity", "affinity_reason", "session_signal"]}),
+        ("Claude Code", {"fields": ["cc_request_class", "cc_agent_type", "cc_prompt_id", "cc_settings_checksum"],
+                         "classes": ["collapse"]}),
+        ("Bodies (size-capped, secrets removed)", {"fields": ["request_body", "response_body"],
+                                                   "classes": ["collapse"]}),
+    ]
+
+    @admin.display(description="on the dashboard")
+    def trace_link(self, obj: RequestLog) -> str:
+        return format_html('<a href="{}">the request and its attempt trace</a>',
+                           reverse("dashboard:request", args=[obj.request_id]))
+
+    @admin.display(description="attempts")
+    def attempt_trace(self, obj: RequestLog) -> str:
+        return attempts_table(obj.attempts or [], reverse("dashboard:request", args=[obj.request_id]))
+
+
+def attempts_table(attempts: list[dict[str, Any]], trace_url: str) -> str:
+    """The attempt trace as a table (the log keeps it as JSON), with the dashboard's trace a click away."""
+
+    def verdict(value: Any) -> str:
+        try:
+            return str(Verdict(str(value)).label)
+        except ValueError:
+            return str(value or "—")
+
+    def account(a: dict[str, Any]) -> str:
+        label = a.get("account_label") or "—"
+        if not a.get("account_id"):
+            return format_html("{}", label)
+        return format_html('<a href="{}">{}</a>', reverse("admin:accounts_account_change", args=[a["account_id"]]),
+                           label)
+
+    rows = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", (
+        (i, account(a), a.get("status") or "no answer", verdict(a.get("verdict")), a.get("tier") or "—",
+         f"{a['latency_ms']:,} ms" if a.get("latency_ms") is not None else "—",
+         redact(a.get("error") or "", limit=300) or "—")
+        for i, a in enumerate(attempts, 1)))
+    if not attempts:
+        rows = format_html('<tr><td colspan="7">{}</td></tr>', "No upstream attempt (refused before dispatch).")
+    return format_html(
+        '<table class="attempt-trace"><thead><tr><th>#</th><th>Account</th><th>Upstream status</th><th>Verdict</th>'
+        "<th>Tier</th><th>Latency</th><th>Error (redacted)</th></tr></thead><tbody>{}</tbody></table>"
+        '<p><a href="{}">The attempt trace on the dashboard</a></p>', rows, trace_url)
 
 
 from . import admin_keys, admin_orgapi  # noqa: E402,F401  - client keys and teams; the admin API's keys and audit trail

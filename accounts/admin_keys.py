@@ -28,6 +28,7 @@ from django.utils.cache import add_never_cache_headers
 from django.utils.html import format_html
 
 from . import configversion
+from .adminfields import AmountInput, money_column
 from .formats import money, short_when, when
 from .models import ApiKey, Team
 from .secrets import new_client_key
@@ -58,6 +59,7 @@ class ApiKeyForm(forms.ModelForm[ApiKey]):
         model = ApiKey
         fields = ["name", "team", "allowed_models", "active", "expires_at", "rate_limit_per_minute",
                   "daily_token_limit", "max_concurrent_requests", *ApiKey.USD_BUDGETS, "previous_key_until"]
+        widgets = {name: AmountInput() for name in ApiKey.USD_BUDGETS}
 
     def clean_allowed_models(self) -> Any:
         return clean_model_list(self.cleaned_data.get("allowed_models"))
@@ -90,7 +92,8 @@ def reveal(request: HttpRequest, admin_site: admin.AdminSite, revealed: Sequence
 class ApiKeyAdmin(admin.ModelAdmin[ApiKey]):
     form = ApiKeyForm
     list_display = ["name", "key_hint", "team", "active", "expires", "last_used", "requests", "errors",
-                    "input_tokens", "output_tokens", "usd_budget_day", "usd_budget_month", "created_at"]
+                    "input_tokens", "output_tokens", money_column("usd_budget_day", "day budget"),
+                    money_column("usd_budget_month", "month budget"), "created_at"]
     list_filter = ["active", "team", ("expires_at", admin.EmptyFieldListFilter)]
     list_select_related = ["team"]
     search_fields = ["name", "key_hint"]
@@ -178,6 +181,7 @@ class TeamForm(forms.ModelForm[Team]):
     class Meta:
         model = Team
         fields = ["name", "active", "allowed_models", *Team.USD_BUDGETS, "idp_group"]
+        widgets = {name: AmountInput() for name in Team.USD_BUDGETS}
         help_texts = {"allowed_models": "Glob patterns its keys may use, on top of each key's own list (a model "
                                          "must be allowed by both); empty allows all",
                       "active": "Off: every key of the team is refused"}

@@ -11,6 +11,11 @@ from django.utils import timezone
 
 NONE = "—"
 CENT = Decimal("0.01")
+# when()'s shape in Django's date format language: the admin's lists, change forms and every template
+# ``|date`` without a format write times this way (``accounts.formatlocale``, FORMAT_MODULE_PATH).
+DJANGO_DATETIME = "Y-m-d H:i:s T"
+DJANGO_DATE = "Y-m-d"
+DJANGO_TIME = "H:i:s"
 
 
 def when(value: dt.datetime | None) -> str:
@@ -27,6 +32,19 @@ def short_when(value: dt.datetime | None) -> str:
     """``11-25 07:12:37 UTC``: a list cell's time, the year left to the record's own page."""
 
     return NONE if value is None else when(value)[5:]
+
+
+def amount(value: Decimal | float | int | str | None) -> str:
+    """An amount in a form's input: the digits that mean something, at least the cents, no dollar sign
+    (``56.37``, ``0.50``, ``0.0004``, not ``56.37000000``), so that it reads back as the same value."""
+
+    if value is None or value == "":
+        return ""
+    number = Decimal(str(value))
+    text = f"{number:f}"
+    whole, dot, frac = text.partition(".")
+    frac = frac.rstrip("0").ljust(2, "0")
+    return f"{whole}.{frac}"
 
 
 def money(value: Decimal | float | int | str | None) -> str:

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from atrest import EncryptedTextField
 
-from . import secrets
+from . import formats, secrets
 from .budgetwindows import TEAM, Subject
 from .outcomes import ErrorClass, Verdict
 from .pickorder import STRATEGIES, STRATEGY_NAMES
@@ -238,6 +238,10 @@ class ApiKey(UsageCounters, UsdBudgets):
 
     ROTATED_FIELDS = ("key_hash", "key_hint", "previous_key_hash", "previous_key_hint", "previous_key_until")
 
+    class Meta:
+        # What the README, the dashboard and the API's errors call it; the model's name is older.
+        verbose_name = "client key"
+
     def __str__(self) -> str:
         return self.name
 
@@ -312,7 +316,7 @@ class DisableEvent(models.Model):
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
-        return f"{self.account} disabled {self.created_at:%Y-%m-%d %H:%M} ({self.tier})"
+        return f"{self.account} disabled {formats.when(self.created_at)} ({self.tier})"
 
 
 class Lease(models.Model):
@@ -396,6 +400,9 @@ class RequestLog(models.Model):
             models.Index(fields=["status", "created_at"]),
             # the dashboard's model filter: without it a rare model scans the whole log
             models.Index(fields=["model_requested", "created_at"]),
+            # the dashboard's error-class filter, the same way; only failed requests pay for it
+            models.Index(fields=["error_class", "created_at"], condition=~models.Q(error_class=""),
+                         name="requestlog_error_class_at"),
         ]
 
     def __str__(self) -> str:

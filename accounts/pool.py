@@ -184,8 +184,9 @@ def enable_account(account_id: int, how: str = "hand") -> bool:
     return True
 
 
-def disable_by_hand(account_id: int) -> bool:
+def disable_by_hand(account_id: int, reason: str = "") -> bool:
     """Take an account out of the pool until ops put it back; False when it already was out by hand.
+    ``reason``: what ops wrote, kept as the event's excerpt (the "why disabled" of the dashboard).
 
     An event the pool opened earlier stays open: it still says why the account first failed. Its
     scheduled test is dropped: only ops bring this account back.
@@ -198,7 +199,7 @@ def disable_by_hand(account_id: int) -> bool:
         if not changed:
             return False
         _changed(account_id, Account.DISABLED)
-        event = DisableEvent.objects.create(account_id=account_id, rule="manual", tier="manual")
+        event = DisableEvent.objects.create(account_id=account_id, rule="manual", tier="manual", excerpt=reason)
         payload = {"account_id": account_id, "event_id": event.pk, "tier": "manual", "rule": "manual",
                    "status_code": None, "cooldown_until": None}
         transaction.on_commit(lambda: events.publish("account.disabled", payload))

@@ -286,6 +286,9 @@ def pages(pool: dict[str, Any]) -> list[tuple[str, str]]:
         ("filter one day, 10 days ago", "/dashboard/requests/?since=" + f"{ten_days - dt.timedelta(days=1):%Y-%m-%dT%H:%M}"
          + "&until=" + f"{ten_days:%Y-%m-%dT%H:%M}"),
         ("filter account + 5xx", f"/dashboard/requests/?account={account.pk}&status=5xx"),
+        ("filter account by part of its name", f"/dashboard/requests/?account={account.provider.name[6:]}/{account.label}"),
+        ("filter error class (2%)", "/dashboard/requests/?error=upstream_error"),
+        ("filter error class (none)", "/dashboard/requests/?error=upstream_timeout"),
         ("filter account, page 2", f"/dashboard/requests/?account={account.pk}&after={encode_cursor(page2)}"),
         ("request detail", f"/dashboard/requests/{detail.request_id}/"),
         ("client keys 24h", "/dashboard/keys/?window=24h"),

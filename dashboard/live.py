@@ -13,14 +13,15 @@ from django.template.loader import render_to_string
 from accounts import formats
 from accounts.models import Account, DisableEvent, RequestLog
 
-from . import accounttable, overviewfigures, stats
-from .templatetags.dash import back_in_pool, num
+from . import accounttable, actions, overviewfigures, stats
+from .templatetags.dash import back_in_pool, last_test, num
 
 MAX_ROWS = 50
 
 
-def account_fields(account: Account) -> dict[str, Any]:
-    """The live-updated cells of an account (``data-field`` names on the pages), as displayed."""
+def account_fields(account: Account, disabled_by: DisableEvent | None = None) -> dict[str, Any]:
+    """The live-updated cells of an account (``data-field`` names on the pages), as displayed;
+    ``disabled_by``: its latest open disable event."""
 
     return {
         "id": account.pk,
@@ -28,6 +29,8 @@ def account_fields(account: Account) -> dict[str, Any]:
         "fields": {
             "status": account.get_status_display(),
             "cooldown_until": back_in_pool(account),
+            "why_disabled": actions.why(disabled_by),
+            "last_test": last_test(account),
             "last_used_at": formats.when(account.last_used_at),
             "balance": formats.money(account.balance),
             "requests": num(account.requests),
@@ -38,7 +41,8 @@ def account_fields(account: Account) -> dict[str, Any]:
 
 
 def accounts(ids: list[int]) -> list[dict[str, Any]]:
-    return [account_fields(a) for a in Account.objects.filter(pk__in=ids[:MAX_ROWS]).order_by("pk")]
+    events = actions.open_events(ids[:MAX_ROWS])
+    return [account_fields(a, events.get(a.pk)) for a in Account.objects.filter(pk__in=ids[:MAX_ROWS]).order_by("pk")]
 
 
 def providers(account_ids: list[int]) -> list[dict[str, Any]]:

@@ -16,33 +16,78 @@ from django import forms
 from django.db.models import F, Q, QuerySet
 
 from accounts.models import PROTOCOL_CHOICES, Account, ApiKey, Provider, RequestLog
+from accounts.outcomes import ErrorClass
 
 PAGE_SIZE = 50
 ATTEMPTED_AT = "attempted_at"  # the account filter's time column (``attempted``)
+NAME_LIST_ID = "account-names"  # the account box's datalist
+MATCHES_SHOWN = 5
 _STATUS = re.compile(r"^\s*(?:(?P<code>[1-5]\d\d)|(?P<cls>[1-5])xx|(?P<error>errors?))\s*$", re.I)
 
 
 class RequestFilter(forms.Form):
     since = forms.DateTimeField(required=False, widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
     until = forms.DateTimeField(required=False, widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
-    account = forms.ModelChoiceField(Account.objects.select_related("provider").order_by("provider__name", "label"),
-                                     required=False, help_text="Every request it was attempted in")
+    # A search box, not a select of every account (500 options nobody can scroll): part of a name
+    # finds the account, the datalist offers the names as one types.
+    account = forms.CharField(required=False, max_length=202, help_text="Every request it was attempted in",
+                              widget=forms.TextInput(attrs={"list": NAME_LIST_ID, "placeholder": "name or part of it",
+                                                            "autocomplete": "off"}))
     provider = forms.ModelChoiceField(Provider.objects.order_by("name"), required=False)
     client_key = forms.ModelChoiceField(ApiKey.objects.order_by("name"), required=False, label="Client key")
     model = forms.CharField(required=False, max_length=200, help_text="Model asked for (exact)")
     status = forms.CharField(required=False, max_length=10, help_text="e.g. 429, 5xx or error")
     protocol = forms.ChoiceField(choices=[("", "any"), *PROTOCOL_CHOICES], required=False,
                                  label="Client protocol")
+    # Not "error_class": that name is the form's own (the class of its error lists).
+    error = forms.ChoiceField(choices=[("", "any"), *ErrorClass.choices[1:]], required=False, label="Error class")
     stream = forms.ChoiceField(choices=[("", "any"), ("yes", "streaming"), ("no", "not streaming")],
                                required=False)
     min_cost = forms.DecimalField(required=False, min_value=0, max_digits=20, decimal_places=8,
                                   label="Cost at least (USD)", widget=forms.NumberInput(attrs={"step": "any"}))
+
+    def clean_account(self) -> Account | None:
+        return find_account(self.cleaned_data.get("account") or "")
 
     def clean_status(self) -> str:
         value: str = self.cleaned_data.get("status") or ""
         if value and not _STATUS.match(value):
             raise forms.ValidationError("Use a code (429), a class (5xx) or 'error'")
         return value.strip()
+
+
+def account_names() -> list[str]:
+    """Every account's name, for the account box's datalist (one query)."""
+
+    return [f"{p}/{label}" for p, label in
+            Account.objects.order_by("provider__name", "label").values_list("provider__name", "label")]
+
+
+def find_account(text: str) -> Account | None:
+    """The account a search names: its whole name (provider/label), its label, its id (the links of
+    the admin and of older pages), else the one account whose name contains the text. None for no text;
+    a text that names none, or several, is an error that says which."""
+
+    term = text.strip()
+    if not term:
+        return None
+    accounts = Account.objects.select_related("provider").order_by("provider__name", "label")
+    provider, _, label = term.partition("/")
+    exact = (list(accounts.filter(provider__name=provider, label=label)[:1]) if label else []) or \
+        list(accounts.filter(label__iexact=term)[:2])
+    if len(exact) == 1:
+        return exact[0]
+    if not exact and term.isdigit() and (by_id := accounts.filter(pk=int(term)).first()):
+        return by_id
+    part = (Q(provider__name__icontains=provider, label__icontains=label) if label
+            else Q(label__icontains=term) | Q(provider__name__icontains=term))
+    found = exact or list(accounts.filter(part)[:MATCHES_SHOWN + 1])
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise forms.ValidationError(f"No account's name contains {term!r}")
+    names = ", ".join(str(a) for a in found[:MATCHES_SHOWN]) + (", …" if len(found) > MATCHES_SHOWN else "")
+    raise forms.ValidationError(f"Several accounts match {term!r} ({names}): type more of the name")
 
 
 def apply(qs: QuerySet[RequestLog], data: dict[str, Any]) -> QuerySet[RequestLog]:
@@ -61,6 +106,9 @@ def apply(qs: QuerySet[RequestLog], data: dict[str, Any]) -> QuerySet[RequestLog
         qs = qs.filter(model_requested=data["model"])
     if data.get("protocol"):
         qs = qs.filter(client_protocol=data["protocol"])
+    if data.get("error"):
+        # The redundant "not empty" lets SQLite use the partial (error_class, created_at) index too.
+        qs = qs.filter(error_class=data["error"]).exclude(error_class="")
     if data.get("stream"):
         qs = qs.filter(stream=data["stream"] == "yes")
     if data.get("min_cost") is not None:

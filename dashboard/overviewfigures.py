@@ -24,21 +24,29 @@ def current_rate() -> int:
     return RequestLog.objects.filter(created_at__gte=since).count()
 
 
-def chart(points: list[dict[str, int]], field: str, title: str, window: stats.Window,
-          with_errors: bool = False) -> SafeString:
-    """A window's chart, titled with what one bar counts ("Requests per hour, last 24 hours")."""
+def title(what: str, window: stats.Window) -> str:
+    """A chart's title: what one bar counts, over which window ("Requests per hour, last 24 hours")."""
 
-    return charts.bar_chart([(p["t"], p[field]) for p in points], step=window.step,
-                            title=f"{title} {charts.bucket_phrase(window.step)}, {window.label}",
+    return f"{what} {charts.bucket_phrase(window.step)}, {window.label}"
+
+
+def chart(points: list[dict[str, int]], field: str, what: str, window: stats.Window,
+          with_errors: bool = False) -> SafeString:
+    return charts.bar_chart([(p["t"], p[field]) for p in points], step=window.step, title=title(what, window),
                             errors=[p["errors"] for p in points] if with_errors else None)
 
 
+CHARTS = (("requests", "Requests"), ("errors", "Errors"), ("tokens", "Tokens (in + out)"))
+
+
 def charts_of(points: list[dict[str, int]], window: stats.Window) -> dict[str, Any]:
+    """Each chart and its title, shown above it (the SVG carries the same title for screen readers)."""
+
     return {
         "bucket": charts.bucket_phrase(window.step),
-        "requests_chart": chart(points, "requests", "Requests", window, with_errors=True),
-        "errors_chart": chart(points, "errors", "Errors", window),
-        "tokens_chart": chart(points, "tokens", "Tokens (in + out)", window),
+        **{f"{field}_chart": chart(points, field, what, window, with_errors=field == "requests")
+           for field, what in CHARTS},
+        **{f"{field}_title": title(what, window) for field, what in CHARTS},
     }
 
 

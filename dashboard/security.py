@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
+from inspect import iscoroutinefunction
+from typing import Any
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse
@@ -19,17 +21,27 @@ HEADERS = {
     "Cache-Control": "no-store",
 }
 
-View = Callable[..., HttpResponse]
+View = Callable[..., Any]  # a view returning a response, or an async one
 
 
 def staff_page(view: View) -> View:
-    """Login as staff required (anonymous → the admin login page), then the headers."""
+    """Login as staff required (anonymous → the admin login page), then the headers; sync or async views."""
+
+    if iscoroutinefunction(view):
+        @wraps(view)
+        async def awrapped(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+            return _headed(await view(request, *args, **kwargs))
+
+        return staff_member_required(awrapped)
 
     @wraps(view)
     def wrapped(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
-        response = view(request, *args, **kwargs)
-        for name, value in HEADERS.items():
-            response[name] = value
-        return response
+        return _headed(view(request, *args, **kwargs))
 
     return staff_member_required(wrapped)
+
+
+def _headed(response: HttpResponse) -> HttpResponse:
+    for name, value in HEADERS.items():
+        response[name] = value
+    return response

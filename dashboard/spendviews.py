@@ -45,6 +45,17 @@ def _chart(points: list[dict[str, float]], field: str, title: str, window: stats
     return charts.bar_chart([(int(p["t"]), p[field]) for p in points], title=title, step=window.step, unit=unit)
 
 
+KEY_CHARTS = (("cost", "Spend (USD)", "USD"), ("tokens", "Tokens (in + out)", ""), ("requests", "Requests", ""),
+              ("errors", "Errors", ""))
+
+
+def _titled(points: list[dict[str, float]], field: str, what: str, window: stats.Window, unit: str) -> dict[str, Any]:
+    """A chart and its title, shown above it: what one bar counts, over which window."""
+
+    title = f"{what} {charts.bucket_phrase(window.step)}, {window.label}"
+    return {"title": title, "svg": _chart(points, field, title, window, unit)}
+
+
 @staff_page
 def keys(request: HttpRequest) -> HttpResponse:
     window = _window(request)
@@ -67,10 +78,7 @@ def key_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "key": key, "window": window, "windows": stats.WINDOWS.values(),
         "total": spendstats.total(window, key.pk),
         "budgets": budgets(key),
-        "cost_chart": _chart(points, "cost", f"Spend (USD), {window.label}", window, "USD"),
-        "tokens_chart": _chart(points, "tokens", f"Tokens (in + out), {window.label}", window),
-        "requests_chart": _chart(points, "requests", f"Requests, {window.label}", window),
-        "errors_chart": _chart(points, "errors", f"Errors, {window.label}", window),
+        "charts": [_titled(points, field, what, window, unit) for field, what, unit in KEY_CHARTS],
         "models": spendstats.named(spendstats.by(window, "model", key.pk), {}),
         "providers": spendstats.named(spendstats.by(window, "provider", key.pk), spendstats.provider_names()),
     })

@@ -1,12 +1,15 @@
 from django.urls import path
 
-from . import export, spendviews, views
+from . import actionviews, export, spendviews, views
 
 app_name = "dashboard"
 urlpatterns = [
     path("", views.overview, name="overview"),
     path("usage/", views.usage, name="usage"),
     path("accounts/<int:pk>/", views.account_detail, name="account"),
+    path("accounts/<int:pk>/enable/", actionviews.enable, name="account_enable"),
+    path("accounts/<int:pk>/disable/", actionviews.disable, name="account_disable"),
+    path("accounts/<int:pk>/test/", actionviews.test, name="account_test"),
     path("events/", views.events, name="events"),
     path("events/<int:pk>/enable/", views.enable, name="enable"),
     path("keys/", spendviews.keys, name="keys"),

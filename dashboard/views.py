@@ -14,7 +14,7 @@ from accounts import pool
 from accounts.models import Account, DisableEvent, RequestAttempt, RequestLog
 from accounts.outcomes import Verdict
 
-from . import accounttable, charts, logsearch, overviewfigures, stats
+from . import accounttable, actions, charts, logsearch, overviewfigures, stats
 from .security import staff_page
 
 RECENT = 20
@@ -50,13 +50,15 @@ def usage(request: HttpRequest) -> HttpResponse:
     query = accounttable.AccountQuery(request.GET)
     criteria = query.criteria()
     page = accounttable.page(accounttable.accounts(criteria), request.GET.get("page"))
-    ids = [a.pk for a in page]
+    shown = list(page)
+    ids = [a.pk for a in shown]
     totals = stats.per_account(window, [*ids, 0])  # 0: the requests that reached no account
     sparks = stats.per_account_series(window, account_ids=ids)
     rows = [{"account": a, "window": totals.get(a.pk, stats.Totals()),
              "spark": charts.sparkline(sparks.get(a.pk, []), title=f"{a} requests, {window.label}")}
-            for a in page]
+            for a in shown]
     return render(request, "dashboard/usage.html", {
+        **actions.context(request, shown),
         "window": window, "windows": stats.WINDOWS.values(), "rows": rows, "page": page,
         "query": query, "sort": criteria.get("sort") or accounttable.DEFAULT_SORT, "desc": criteria.get("desc"),
         "summary": accounttable.summary(), "unattributed": totals.get(0),
@@ -70,6 +72,7 @@ def account_detail(request: HttpRequest, pk: int) -> HttpResponse:
     points = stats.series(window, account.pk)
     totals = stats.totals(window, account.pk)
     return render(request, "dashboard/account.html", {
+        **actions.context(request, [account]),
         "account": account, "window": window, "windows": stats.WINDOWS.values(), "totals": totals,
         "ttfb": {p: totals.ttfb_percentile(p) for p in (50, 95, 99)},
         **overviewfigures.charts_of(points, window),
@@ -125,7 +128,8 @@ def requests_list(request: HttpRequest) -> HttpResponse:
     params = request.GET.copy()
     params.pop("after", None)
     return render(request, "dashboard/requests.html", {
-        "form": form, "page": page, "query": params.urlencode(),
+        "form": form, "page": page, "query": params.urlencode(), "account_names": logsearch.account_names(),
+        "account_names_id": logsearch.NAME_LIST_ID,
         # New rows are pushed live only into the unfiltered first page, where they belong.
         "live": not cursor and not any(v for k, v in request.GET.items()),
     })

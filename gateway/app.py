@@ -27,6 +27,7 @@ from accounts import pool as pool_state
 from accounts.configversion import config_changed
 from accounts.db import hop
 from accounts.models import Account, Provider
+from accounts.testnow import test_requested
 from alerts import delivery as alert_delivery
 from alerts.events import budget_reached
 
@@ -120,6 +121,7 @@ class Gateway:
 
         pool_state.state_changed.connect(self.pool.on_state_change)
         config_changed.connect(self.config.changed)
+        test_requested.connect(self.prober.test_now)  # the dashboard's Test now, in this process
         for model in (Account, Provider):
             post_save.connect(self.pool.invalidate, sender=model)
             post_delete.connect(self.pool.invalidate, sender=model)

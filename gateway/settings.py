@@ -126,6 +126,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = False
+# Times to the second with their zone, in the admin too (accounts.formats is the one place).
+FORMAT_MODULE_PATH = ["accounts.formatlocale"]
 USE_TZ = True
 
 STATIC_URL = "/static/"

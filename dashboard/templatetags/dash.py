@@ -13,6 +13,7 @@ from accounts.outcomes import ErrorClass, Verdict
 register = template.Library()
 
 register.filter("when", formats.when)
+register.filter("short_when", formats.short_when)
 register.filter("money", formats.money)
 
 
@@ -25,6 +26,23 @@ def back_in_pool(account: Account) -> str:
     if account.retest_at and account.status == Account.DISABLED and not account.disabled_by_hand:
         return f"next test {formats.when(account.retest_at)}"
     return "—"
+
+
+LAST_TEST_CHARS = 60
+
+
+@register.filter
+def last_test(account: Account) -> str:
+    """The account's last test (the prober's, whoever asked for it): "OK at 2026-11-25 07:12:37 UTC"."""
+
+    if account.probe_requested_at is not None:
+        return "queued"
+    if account.probed_at is None:
+        return "—"
+    summary = account.probe_summary or ("OK" if account.probe_ok else "failed")
+    if len(summary) > LAST_TEST_CHARS:  # the whole of it is on the account's admin page
+        summary = summary[:LAST_TEST_CHARS - 1] + "…"
+    return f"{summary} at {formats.short_when(account.probed_at)}"
 
 
 @register.filter

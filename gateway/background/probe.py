@@ -9,7 +9,8 @@ builder (``gateway.exchange.upstream``), and a body built for the provider's cap
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 
 from accounts.rules import classify
 from translation import ir, registry, sse
@@ -28,10 +29,18 @@ class ProbeOutcome:
     ok: bool
     status: int | None
     summary: str
+    latency_ms: int | None = None  # from sending to the whole answer read; None: not sent
 
 
 async def send_probe(upstream: UpstreamClient, provider: ProviderInfo, secret: str, model: str,
                      timeout: float = TIMEOUT) -> ProbeOutcome:
+    started = time.monotonic()
+    outcome = await _send(upstream, provider, secret, model, timeout)
+    return replace(outcome, latency_ms=round((time.monotonic() - started) * 1000))
+
+
+async def _send(upstream: UpstreamClient, provider: ProviderInfo, secret: str, model: str,
+                timeout: float) -> ProbeOutcome:
     proto = registry.get(provider.protocol)
     req = ir.Request(model=model, messages=[ir.Message("user", [ir.TextPart(PROBE_TEXT)])], max_tokens=16)
     body = sse.dumps(proto.build_request(req, model, provider.caps)).encode()

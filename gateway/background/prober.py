@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -72,6 +73,15 @@ def claim(limit: int = BATCH) -> list[Claimed]:
     return claimed
 
 
+def claim_one(account_id: int) -> Claimed | None:
+    """What a test of this account now needs (a test asked for from a page: no queue to claim from)."""
+
+    account = Account.objects.filter(pk=account_id).select_related("provider").first()
+    if account is None:
+        return None
+    return Claimed(account.pk, account.provider_id, account.get_secret(), probe_model(account.provider))
+
+
 def record(account_id: int, outcome: ProbeOutcome) -> ProbeOutcome:
     """Store the outcome on the account; a success puts a pool-disabled account back."""
 
@@ -80,9 +90,9 @@ def record(account_id: int, outcome: ProbeOutcome) -> ProbeOutcome:
         return outcome
     if outcome.ok and account.status != Account.ACTIVE:
         if account.disabled_by_hand:
-            outcome = ProbeOutcome(True, outcome.status, "OK — left disabled: it was disabled by hand")
+            outcome = replace(outcome, summary="OK — left disabled: it was disabled by hand")
         elif pool.enable_account(account_id, how="probe"):
-            outcome = ProbeOutcome(True, outcome.status, "OK — account re-enabled")
+            outcome = replace(outcome, summary="OK — account re-enabled")
     Account.objects.filter(pk=account_id).update(probed_at=timezone.now(), probe_ok=outcome.ok,
                                                  probe_summary=outcome.summary[:300])
     return outcome
@@ -123,17 +133,28 @@ class Prober:
         claimed = await hop(claim)
         if not claimed:
             return 0
-        snap = await self._config.get()
         limit = asyncio.Semaphore(PARALLEL)
 
         async def one(c: Claimed) -> None:
-            provider = snap.providers.get(c.provider_id)
-            if provider is None:
-                outcome = ProbeOutcome(False, None, "not tested: its provider is disabled")
-            else:
-                async with limit:
-                    outcome = await send_probe(self._upstream, provider, c.secret, c.model)
-            await hop(record, c.account_id, outcome)
+            async with limit:
+                await self._test(c)
 
         await asyncio.gather(*(one(c) for c in claimed))
         return len(claimed)
+
+    async def test_now(self, sender: Any = None, *, account_id: int, **kwargs: Any) -> ProbeOutcome:
+        """Test one account at once and answer how it went (``accounts.testnow.test_requested``:
+        the dashboard's Test now button), recorded as a background test is."""
+
+        claimed = await hop(claim_one, account_id)
+        if claimed is None:
+            return ProbeOutcome(False, None, "not tested: no such account")
+        return await self._test(claimed)
+
+    async def _test(self, c: Claimed) -> ProbeOutcome:
+        provider = (await self._config.get()).providers.get(c.provider_id)
+        if provider is None:
+            outcome = ProbeOutcome(False, None, "not tested: its provider is disabled")
+        else:
+            outcome = await send_probe(self._upstream, provider, c.secret, c.model)
+        return await hop(record, c.account_id, outcome)

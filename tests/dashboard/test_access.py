@@ -32,6 +32,7 @@ def urls(provider: Any) -> list[tuple[str, str]]:
         ("get", reverse("dashboard:account", args=[account.pk])), ("get", reverse("dashboard:events")),
         ("get", reverse("dashboard:requests")), ("get", reverse("dashboard:request", args=[rec.request_id])),
         ("post", reverse("dashboard:enable", args=[event.pk])), ("get", reverse("dashboard:enable", args=[event.pk])),
+        *(("post", reverse(f"dashboard:account_{action}", args=[account.pk])) for action in ("enable", "disable", "test")),
         ("get", reverse("dashboard:keys")), ("get", reverse("dashboard:key", args=[make_key().pk])),
         ("get", reverse("dashboard:spend")), ("get", reverse("dashboard:spend_csv")),
         ("get", reverse("dashboard:requests_csv")),

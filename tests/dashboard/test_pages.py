@@ -83,8 +83,8 @@ def test_an_account_that_failed_before_another_answered_shows_the_failure_in_its
     write([record(b, attempts=attempts)])
     html = staff_client.get(reverse("dashboard:usage") + "?window=1h").content.decode()
     row_a = text_of_row(html, a.pk)
-    assert row_a[5:7] == ["1", "1"] and row_a[-4:-2] == ["1", "1"]  # window and all time: 1 request, 1 error
-    assert text_of_row(html, b.pk)[5:7] == ["1", "0"]
+    assert row_a[6:8] == ["1", "1"] and row_a[-6:-4] == ["1", "1"]  # window and all time: 1 request, 1 error
+    assert text_of_row(html, b.pk)[6:8] == ["1", "0"]
     overview = text(staff_client.get(reverse("dashboard:overview") + "?window=1h"))
     assert "Requests 1 " in overview and "Upstream failures what ops act on 0.0 %" in overview  # it went well
 
@@ -165,6 +165,9 @@ def varied_log(provider: Provider) -> dict[str, Any]:
 @pytest.mark.parametrize("query, expected", [
     ("", [0, 1, 2, 3, 4]),
     ("account={a}", [0, 1, 4]),
+    ("account={a_name}", [0, 1, 4]),
+    ("account=AN%2FB", [2, 3]),
+    ("error=upstream_timeout", [3]),
     ("provider={other}", [2, 3]),
     ("client_key={key2}", [1]),
     ("model=m-1", [0, 2]),
@@ -180,7 +183,7 @@ def varied_log(provider: Provider) -> dict[str, Any]:
 def test_request_log_filters(staff_client: Client, varied_log: dict[str, Any], query: str,
                              expected: list[int]) -> None:
     two_days_ago = (timezone.now() - dt.timedelta(days=2)).strftime("%Y-%m-%dT%H:%M")
-    q = query.format(a=varied_log["a"].pk, other=varied_log["other"].pk, key2=varied_log["key2"].pk,
+    q = query.format(a=varied_log["a"].pk, a_name=str(varied_log["a"]), other=varied_log["other"].pk, key2=varied_log["key2"].pk,
                      two_days_ago=two_days_ago)
     html = staff_client.get(reverse("dashboard:requests") + "?" + q).content.decode()
     shown = re.findall(r'data-request-id="([^"]+)"', html)

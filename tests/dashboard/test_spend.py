@@ -102,7 +102,7 @@ def test_a_keys_page_charts_its_spend_and_breaks_it_down_per_model_and_provider(
     ApiKey.objects.filter(pk=b.pk).update(usd_budget_day=Decimal("3"), usd_budget_month=Decimal("80.5"))
     response = staff_client.get(reverse("dashboard:key", args=[b.pk]) + "?window=24h")
     html = response.content.decode()
-    assert html.count("<svg") == 4 and "Spend (USD), last 24 hours" in html
+    assert html.count("<svg") == 4 and "<h3>Spend (USD) per hour, last 24 hours</h3>" in html
     assert field(html, "cost") == "$3.00" and field(html, "requests") == "3"
     # Each budget with what the key spent in its rolling window; the spent one is marked.
     assert "$3.00 of $3.00 in the last 24 hours ; $3.00 of $80.50 in the last 30 days" in text(response)
