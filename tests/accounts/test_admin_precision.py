@@ -142,8 +142,22 @@ def test_amounts_in_inputs_keep_the_digits_that_mean_something(value: Any, shown
 
 
 def test_a_money_column_writes_dollars() -> None:
-    from accounts.admin import money_column
+    from accounts.adminfields import money_column
 
     column = money_column("usd_budget_day", "budget per 24 hours")
     key = ApiKey(name="k", usd_budget_day=Decimal("0.500000"))
     assert column(key) == "$0.50" and column(ApiKey(name="none")) == "—"
+
+
+def test_client_keys_and_teams_show_their_budgets_in_dollars(admin_client: Client) -> None:
+    from accounts.models import Team
+
+    team = Team.objects.create(name="search", usd_budget_month=Decimal("56.37"))
+    key = ApiKey.objects.create(name="team-03", key_hash="x" * 64, team=team, usd_budget_day=Decimal("0.5"))
+    listed = page(admin_client, reverse("admin:accounts_apikey_changelist"))
+    assert "$0.50" in listed and "0.500000" not in listed
+    for url in (reverse("admin:accounts_apikey_change", args=[key.pk]),
+                reverse("admin:accounts_team_change", args=[team.pk])):
+        source = admin_client.get(url).content.decode()
+        assert re.search(r'name="usd_budget_(day|month)"[^>]*value="(0.50|56.37)"', source), url
+        assert "0.50000000" not in source and "56.37000000" not in source, url
