@@ -8,9 +8,7 @@ screenshot under ``artifacts/walkthrough-keys/`` for a person to look at.
 from __future__ import annotations
 
 import re
-import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,6 +18,7 @@ from accounts.config_file import load
 from accounts.models import ApiKey, RequestLog, Team
 from tests.dashboard.conftest import PASSWORD
 from tests.dashboard.test_browser import WAIT_MS, browser, log_in  # noqa: F401 - the browser fixture
+from tests.dashboard.test_ops_walkthrough import until
 from tests.e2e.conftest import pool_config
 from tests.e2e.keyadmin import chat
 from tests.servers import ROOT, Server
@@ -36,13 +35,6 @@ def shot(page: Any, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
-def until(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
-        time.sleep(0.1)
-    return value
 
 
 def run_action(page: Any, base: str, keys: list[ApiKey], action: str) -> None:
