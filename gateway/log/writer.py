@@ -8,13 +8,18 @@ INSERT (executemany) for the log rows, one counter UPDATE per account and client
 in the batch (an account counts each of its uses, failed attempts included:
 ``accounts.outcomes.account_uses``), whatever the writer's sinks add in the same transaction (the
 dashboard's usage buckets), then a dashboard broadcast. Observers (the Prometheus metrics) see
-each record as it is submitted, on the request's thread. The app object flushes
+each record as it is submitted, on the request's thread, and count at the writer's tick. The app object flushes
 it when the gateway stops and at interpreter exit, so a clean shutdown loses no
 buffered row.
 
 The writer shares the GIL with the request path, so a batch is written with
 plain SQL rather than through model instances: the ORM's per-row and per-query
-overhead was most of what logging a request cost.
+overhead was most of what logging a request cost. What is left per row is kept to
+plain tuples, each value adapted once, each price looked up once a batch. Measured
+with py-spy (``--gil --threads``, c=16 chat JSON on the bench's stack, a busy 2-core
+machine): the writer thread took 5.5-8 % of the serving process's GIL samples and
+``submit`` 1 % (the spool's line 0.6 %); of the thread's share, 31 % is the sinks
+(the dashboard's buckets) and 23 % the SQL driver's executemany.
 """
 
 from __future__ import annotations
