@@ -99,7 +99,7 @@ class Gateway:
         self.log = log_writer or LogWriter(options.log_batch_seconds, sinks,
                                            options.log_body_limit if options.log_bodies else None, spool,
                                            known_secrets=self.config.known_secrets,
-                                           observers=[self.metrics.observe])
+                                           observers=[self.metrics.observe], ticks=[self.metrics.apply])
         self.models = ModelCatalog(self.upstream, options.models_cache_ttl)
         self.no_count_endpoint = NoCountEndpoint()  # providers that answered count_tokens 404/405/501
         self.sealer = Sealer(options.sealing_key, options.compaction_item_days * 86400)

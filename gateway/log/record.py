@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -12,7 +13,8 @@ import orjson
 from django.utils import timezone
 
 from accounts.outcomes import ErrorClass, Verdict
-from accounts.prices import Tokens, cost
+from accounts.prices import Tokens, cost, cost_at, price_for
+
 
 @dataclass
 class Attempt:
@@ -71,13 +73,38 @@ class LogRecord:
     billing_group: str = ""  # the request tag GATEWAY_BILLING_GROUP_TAG names (Claude Code's attributionProject)
 
 
-def request_cost(record: LogRecord, prices: dict[str, Any] | None) -> Decimal | None:
-    """What a request cost by ``prices`` (its provider's table): answered requests only, as the log prices them
-    (the request log's cost, the balance and the USD budgets all go by this)."""
+def billed(record: LogRecord) -> bool:
+    """Whether a request is priced at all: answered requests only, as the log prices them (the request
+    log's cost, the balance and the USD budgets all go by this)."""
 
-    if not 200 <= record.status < 300:
+    return 200 <= record.status < 300
+
+
+def request_cost(record: LogRecord, prices: dict[str, Any] | None) -> Decimal | None:
+    """What a request cost by ``prices`` (its provider's table), None when unpriced or not :func:`billed`."""
+
+    if not prices or not billed(record):
         return None
     return cost(prices, record.model_sent, tokens_of(record))
+
+
+def request_costs(batch: Sequence[LogRecord], tables: Mapping[int, dict[str, Any] | None]) -> list[Decimal | None]:
+    """Each record's cost from its provider's price table (``tables``: provider id → prices), as
+    ``request_cost`` prices it, with each (provider, model)'s price looked up once per batch."""
+
+    price_of: dict[tuple[int, str], dict[str, Any] | None] = {}
+    out: list[Decimal | None] = []
+    for r in batch:
+        pid = r.provider_id
+        prices = tables.get(pid) if pid is not None else None
+        if pid is None or not prices or not billed(r):
+            out.append(None)
+            continue
+        key = (pid, r.model_sent)
+        if key not in price_of:
+            price_of[key] = price_for(prices, r.model_sent)
+        out.append(cost_at(price_of[key], tokens_of(r)))
+    return out
 
 
 def tokens_of(record: LogRecord) -> Tokens:
