@@ -122,7 +122,7 @@ class ManagedSettings(models.Model):
         return f"Managed settings for {self.team or 'everyone else (default)'}"
 
     def save(self, *args: Any, **kwargs: Any) -> None:
-        from .managed import checksum
+        from .checksum import checksum
 
         self.checksum = checksum(self.settings)
         super().save(*args, **kwargs)

@@ -6,13 +6,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..errors import error_body
+from .responses import NOSNIFF
 from .routes import RouteTable
 
 Send = Any
-# On every answer the gateway writes itself (this module, the API handler, the head limit in
-# gateway.serve): a browser must never read a JSON error or an SSE stream as HTML or script.
-# Django's pages get it from its SecurityMiddleware (SECURE_CONTENT_TYPE_NOSNIFF).
-NOSNIFF = (b"x-content-type-options", b"nosniff")
 
 
 async def send_answer(send: Send, status: int, body: bytes, content_type: str,

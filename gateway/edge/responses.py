@@ -12,7 +12,11 @@ from typing import Any
 import orjson
 
 from ..errors import GatewayError, headers_of, render, status_of
-from .asgiwrite import NOSNIFF
+
+# On every answer the gateway writes itself (``asgiwrite``, ``ApiResponse``, the head limit in
+# gateway.serve): a browser must never read a JSON error or an SSE stream as HTML or script.
+# Django's pages get it from its SecurityMiddleware (SECURE_CONTENT_TYPE_NOSNIFF).
+NOSNIFF = (b"x-content-type-options", b"nosniff")
 
 SSE_HEADERS = {
     "Cache-Control": "no-cache",

@@ -5,7 +5,7 @@ Django's own middleware already sends ``X-Frame-Options`` and
 pins the others, so no HTML page goes out without them. A page that sets its
 own value (the dashboard's stricter headers) keeps it. The API's JSON and SSE
 responses are not pages: they get ``X-Content-Type-Options`` where the gateway
-writes them (``gateway.edge.asgiwrite.NOSNIFF``), and no CSP or frame headers.
+writes them (``gateway.edge.responses.NOSNIFF``), and no CSP or frame headers.
 
 Behind TLS (``GATEWAY_BEHIND_TLS``, see the settings) Django's SecurityMiddleware
 also redirects plain-HTTP page requests to HTTPS and sends HSTS on pages; API

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from accounts.models import ApiKey, RequestLog, Team
-from signin import managed
+from signin import checksum, managed
 from signin.models import ClientReport, ManagedSettings
 from tests.servers import Server
 from tests.signin import web
@@ -139,6 +139,6 @@ def test_canonical_json_follows_javascript() -> None:
     value = {"b": [1.0, 0.1, 1.5e-6, 1e21, True, None], "a": {"é": "\n\"", "Z": 2}, "\U0001F600": 0, "\uFFFF": 1}
     # JSON.stringify of the same value with keys sorted by UTF-16 code units (U+1F600 is D83D DE00).
     expected = '{"Z":2,"é":"\\n\\""}'
-    assert managed.canonical(value["a"]) == expected
-    assert managed.canonical(value["b"]) == '[1,0.1,0.0000015,1e+21,true,null]'
-    assert list(json.loads(managed.canonical(value))) == ["a", "b", "\U0001F600", "\uFFFF"]
+    assert checksum.canonical(value["a"]) == expected
+    assert checksum.canonical(value["b"]) == '[1,0.1,0.0000015,1e+21,true,null]'
+    assert list(json.loads(checksum.canonical(value))) == ["a", "b", "\U0001F600", "\uFFFF"]
