@@ -70,7 +70,13 @@ class SSEParser:
         self._hold(rest)
         out: list[SSEEvent] = []
         for line in lines:
-            self._line(line, out)
+            # The two lines of nearly every event, read without the general path's decode of the field name.
+            if not line:
+                self._dispatch(out)
+            elif line.startswith(b"data:"):
+                self._data_line((line[6:] if line[5:6] == b" " else line[5:]).decode("utf-8", "replace"))
+            else:
+                self._line(line, out)
         return out
 
     def finish(self) -> list[SSEEvent]:
@@ -98,17 +104,20 @@ class SSEParser:
         if sep and value[:1] == " ":
             value = value[1:]
         if name == "data":
-            self._data.append(value)
-            if self._limit is not None:
-                self._data_size += len(value)
-                if self._data_size > self._limit:
-                    raise EventTooLarge(f"an event's data exceeds {self._limit} bytes")
+            self._data_line(value)
         elif name == "event":
             self._event = value
         elif name == "id":
             if "\0" not in value:
                 self._id = value
         # "retry" and unknown fields are ignored, as the spec says.
+
+    def _data_line(self, value: str) -> None:
+        self._data.append(value)
+        if self._limit is not None:
+            self._data_size += len(value)
+            if self._data_size > self._limit:
+                raise EventTooLarge(f"an event's data exceeds {self._limit} bytes")
 
     def _dispatch(self, out: list[SSEEvent]) -> None:
         if self._data:

@@ -166,3 +166,15 @@ def _refusing(feed: Any, name: str) -> Any:
         return feed(event)
 
     return guarded
+
+
+def test_a_chat_chunk_with_a_null_usage_is_still_light() -> None:
+    # OpenAI writes "usage": null on every chunk of a stream that asked for include_usage.
+    sent = [chat_chunk({"content": "Hel"}, usage=None), chat_chunk({"content": "lo"}, usage=None)]
+    tap = registry.get("openai_chat").stream_tap(None, "m")
+    tap.feed(sent[0])
+    read: list[ir.Event] = []
+    tap.decoder.feed = lambda event: read.append(event) or []  # type: ignore[method-assign, func-returns-value]
+    events, wire = tap.feed(sent[1])
+    assert not read and [e.text for e in events if isinstance(e, ir.BlockDelta)] == ["lo"]
+    assert wire == sse.frame(sent[1])

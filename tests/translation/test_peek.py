@@ -28,9 +28,9 @@ def spellings(body: dict[str, Any]) -> list[bytes]:
             json.dumps(reordered, separators=(", ", " : ")).encode(), b" \n\t" + orjson.dumps(reordered) + b"\r\n"]
 
 
-def through(proto: str, raw: bytes, model: str, caps: UpstreamCaps = UpstreamCaps()) -> tuple[bytes | None, Any]:
+def through(proto: str, raw: bytes, model: str, caps: UpstreamCaps | None = None) -> tuple[bytes | None, Any]:
     body = orjson.loads(raw)
-    out = registry.get(proto).passthrough_request(body, model, caps)
+    out = registry.get(proto).passthrough_request(body, model, caps or UpstreamCaps())
     return spliced(raw, body, out), out
 
 

@@ -36,12 +36,13 @@ class ChatTap(Tap):
 
     def _light(self, event: SSEEvent) -> list[ir.Event] | None:
         """A chunk of text alone for the open text block: no usage, finish, error, tool call, reasoning,
-        refusal, citation or logprobs (a byte check first: most chunks that have them say so)."""
+        refusal, citation or logprobs (a byte check first: a chunk that finishes says so; a ``"usage": null``
+        on every chunk, as OpenAI sends with ``include_usage``, does not make a chunk the decoder's)."""
 
         if self.lane is None or self.lane[1] != "text" or event.event not in (None, "message"):
             return None
         data = event.data
-        if '"usage"' in data or '"error"' in data or '"finish_reason":"' in data:
+        if '"finish_reason":"' in data:
             return None
         chunk = json_object(data)
         if chunk is None or chunk.get("error") is not None or chunk.get("usage") is not None \
