@@ -183,7 +183,6 @@ async def api_call(gw: Gateway, request: ApiRequest, proto_name: str, allow_x_ap
                       session=session_of(proto.NAME, request.headers, body, key.id,
                                          previous.entries[0].response_id if previous is not None else None))
         ex.sent = (upstream, upstream_bytes)
-        ex.raw = (body, request.body)  # what a passthrough splices the upstream's model into (translation.peek)
         prices = route.provider.prices
         ex.record.transport = request.transport
         if proto.NAME == "anthropic":

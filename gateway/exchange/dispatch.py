@@ -39,7 +39,6 @@ from signin import hints
 from translation import ir, registry, sse
 from translation.fold import Folder
 from translation.passthrough import model_rewrite
-from translation.peek import spliced
 from translation.protocol import EncodeContext, ProtocolModule
 
 from ..edge.responses import ApiResponse, EventStream, raw_json_response
@@ -120,9 +119,6 @@ class Exchange:
     # input is estimated from, for the accounts' rate limits and when a stream ends before the upstream
     # says what it used.
     sent: tuple[dict[str, Any], int] | None = field(default=None, init=False)
-    # A body and the client's bytes it was read from: a passthrough of that body splices what changes
-    # into them (translation.peek) instead of serialising it again.
-    raw: tuple[dict[str, Any], bytes] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.record = LogRecord(
@@ -192,15 +188,12 @@ def upstream_request(ex: Exchange, proto: ProtocolModule, account_id: int = 0) -
     account it goes to, which matters only to a passthrough that continues a stored conversation."""
 
     provider, model = ex.route.provider, ex.route.upstream_model
-    written: bytes | None = None
     if ex.passthrough:
         # Same protocol: the client's own body, so fields we don't model still reach the upstream.
         client_body = ex.body
         if ex.previous is not None:
             client_body = ex.previous.passthrough_body(ex.body, provider.id, account_id)
         body = proto.passthrough_request(client_body, model, provider.caps)
-        if ex.raw is not None and ex.raw[0] is client_body:  # its own bytes, with only what changes written
-            written = spliced(ex.raw[1], client_body, body)
         betas: list[str] = []
     else:
         try:
@@ -211,7 +204,7 @@ def upstream_request(ex: Exchange, proto: ProtocolModule, account_id: int = 0) -
         cache_key(body, provider.protocol, ex.session)
     fwd = forwarded(ex.headers, ex.query, ex.client.NAME, provider.protocol, betas, provider.caps.request_tags)
     try:
-        return written if written is not None else sse.dumps(body).encode(), fwd
+        return sse.dumps(body).encode(), fwd
     except TypeError as exc:
         # Refused here, where the body is serialised anyway, not by a second dump of every body.
         raise NestingTooDeep from exc
