@@ -110,6 +110,8 @@ def model_rewrite(upstream: str, client: str) -> ModelRewrite | None:
 class Tap(ABC):
     """``feed(event) -> (IR events, bytes to forward)``; ``ending(error)`` closes a broken stream."""
 
+    LIGHT = False  # whether the protocol's tap reads some deltas light (then it follows the open block)
+
     def __init__(self, decoder: StreamDecoder, rewrite: ModelRewrite | None) -> None:
         self.decoder = decoder
         self.rewrite = rewrite
@@ -126,7 +128,8 @@ class Tap(ABC):
         events = self._light(event) if self.lane is not None else None
         if events is None:
             events = self.decoder.feed(event)
-            self._track(events)
+            if self.LIGHT:
+                self._track(events)
         if self.broken or not self._note(events):
             return events, b""
         return events, self._forward(event)

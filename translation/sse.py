@@ -47,6 +47,10 @@ class SSEParser:
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         if not chunk:
             return []
+        if chunk[-2:] == b"\n\n" and not (self._pieces or self._pending_cr or self._data or self._event):
+            whole = self._whole_events(chunk)
+            if whole is not None:
+                return whole
         if self._pending_cr:
             self._pending_cr = False
             if chunk[:1] == b"\n":
@@ -77,6 +81,29 @@ class SSEParser:
                 self._data_line((line[6:] if line[5:6] == b" " else line[5:]).decode("utf-8", "replace"))
             else:
                 self._line(line, out)
+        return out
+
+    def _whole_events(self, chunk: bytes) -> list[SSEEvent] | None:
+        """A chunk of whole events as upstreams write them (an ``event:`` line or none, one ``data:``
+        line, a blank line; LF only), read without the line-by-line path; None for anything else
+        (comments, ids, several data lines, CRs, an event past the bound), which that path reads."""
+
+        if b"\r" in chunk or (self._limit is not None and len(chunk) > self._limit):
+            return None
+        out: list[SSEEvent] = []
+        for block in chunk[:-2].split(b"\n\n"):
+            name: str | None = None
+            head, newline, data = block.partition(b"\n")
+            if newline:
+                if not head.startswith(b"event:") or b"\n" in data:
+                    return None
+                name = (head[7:] if head[6:7] == b" " else head[6:]).decode("utf-8", "replace") or None
+            else:
+                data = head
+            if not data.startswith(b"data:"):
+                return None
+            value = data[6:] if data[5:6] == b" " else data[5:]
+            out.append(SSEEvent(data=value.decode("utf-8", "replace"), event=name, id=self._id))
         return out
 
     def finish(self) -> list[SSEEvent]:

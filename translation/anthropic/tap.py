@@ -19,6 +19,8 @@ _LIGHT = {kind: read for kind, read in _DELTA_KINDS.items() if read[1] != "argum
 
 
 class AnthropicTap(Tap):
+    LIGHT = True
+
     def __init__(self, rewrite: ModelRewrite | None, client_model: str) -> None:
         super().__init__(AnthropicStreamDecoder(), rewrite)
         self._client_model = client_model

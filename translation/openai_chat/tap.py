@@ -28,6 +28,8 @@ _NOT_PLAIN = ("reasoning_content", "reasoning", "refusal", "annotations", "tool_
 
 
 class ChatTap(Tap):
+    LIGHT = True
+
     def __init__(self, rewrite: ModelRewrite | None, client_model: str) -> None:
         super().__init__(ChatStreamDecoder(), rewrite)
         self._client_model = client_model
