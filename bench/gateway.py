@@ -17,9 +17,10 @@ the same run:
 - ``multiproc``: two gateway processes on PostgreSQL against one, c=64;
 - ``servers``: bare relay and gateway on our server (uvicorn) and on Daphne, c=1 and c=16;
 - ``passthrough``: the same-protocol routes (chat→chat, anthropic→anthropic,
-  responses→responses), streaming and not, at c=16, against the bare relay on the
-  gateway's own server (the issue-11 target: a passed-through stream ≥ 90 % of the
-  relay's streams/s), and beside each the same client through a translated route;
+  responses→responses with ``store: false`` and stored), streaming and not, at c=16 and
+  c=64 (quick runs: c=16), against the bare relay on the gateway's own server (issue 21's
+  targets: same protocol ≥ 0.9 of the relay, stored ≥ 0.8, translated ≥ 0.6; medians of
+  interleaved slices), and beside each the same client through a translated route;
 - ``profile`` (only when asked): py-spy on the gateway under c=16 non-streaming.
 """
 
@@ -39,8 +40,9 @@ from . import profile as profiler
 from .procs import DAPHNE_ARGS, Child, LoadGen, Processes, free_port, gateway_env
 from .procstat import CpuWatch, loadavg, peak_rss, rss_kb
 from .procs import HOST
-from .targets import (CLIENT_KEY, PACED_MODEL, PROVIDERS, ROUTES, SHORT, SINGLE_ACCOUNT_PROVIDER, STREAM_MODEL,
-                      TEXT_MODEL, UPSTREAMS, Route, bench_config, direct_target, gateway_target, relay_target)
+from .targets import (CLIENT_KEY, PACED_MODEL, PATHS, PROVIDERS, ROUTES, SHORT, SINGLE_ACCOUNT_PROVIDER,
+                      STREAM_MODEL, TEXT_MODEL, UPSTREAM_KEY, UPSTREAMS, Route, bench_config, body, direct_target,
+                      gateway_target, raw_request, relay_target)
 
 PG_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 PG_BENCH_DB = "bench_gateway"
@@ -468,7 +470,9 @@ def servers(stack: Stack, plan: Plan) -> dict[str, Any]:
 
 PASSTHROUGH_ROUTES = [Route("openai_chat", "openai_chat"), Route("anthropic", "anthropic"),
                       Route("responses", "responses")]
-PASSTHROUGH_TARGET = 0.9
+PASSTHROUGH_TARGET = 0.9  # same protocol, JSON and streams
+TRANSLATED_TARGET = 0.6
+STORED_TARGET = 0.8  # a stored Responses exchange (the answer kept for previous_response_id)
 
 
 def _own_relay(stack: Stack) -> tuple[Child, int]:
@@ -479,46 +483,91 @@ def _own_relay(stack: Stack) -> tuple[Child, int]:
     return relay, port
 
 
-def passthrough(stack: Stack, plan: Plan) -> dict[str, Any]:
-    """Same protocol on both sides against the bare relay on the gateway's own server, c=16.
+def _unstored(tgt: dict[str, Any], port: int, route: Route, model: str, stream: bool, relay: bool) -> dict[str, Any]:
+    """``tgt`` (a Responses request to the gateway or the relay) with ``store: false`` in its body."""
 
-    Each route's gateway run and its relay run take turns in ``plan.slices`` slices, so
-    that the machine's drift weighs on both. Beside them, the same client translated
-    (its protocol to Chat; Chat to Anthropic), which is what the passthrough replaced.
+    name, key = (model, f"{UPSTREAM_KEY}-{route.upstream}") if relay else (f"{PROVIDERS[route.upstream]}/{model}",
+                                                                          CLIENT_KEY)
+    payload = {**body(route.client, name, stream), "store": False}
+    return {**tgt, "request": raw_request(port, PATHS[route.client], payload, key)}
+
+
+def _passthrough_cases(stack: Stack, relay_port: int, model: str, stream: bool) -> list[tuple[str, dict[str, Any]]]:
+    """(row name, {gateway, relay, translated} targets) for each same-protocol route; Responses twice,
+    ``store: false`` and stored (the gateway keeps the answer), the relay's with ``store: false``."""
+
+    port = stack.gateway.port
+    assert port
+    cases = []
+    for r in PASSTHROUGH_ROUTES:
+        translated = Route(r.client, "anthropic" if r.client == "openai_chat" else "openai_chat")
+        named = {"gateway": gateway_target(r, port, model, stream),
+                 "relay": relay_target(r.upstream, relay_port, model, stream),
+                 "translated": gateway_target(translated, port, model, stream)}
+        if r.client != "responses":
+            cases.append((r.name, named))
+            continue
+        unstored = {"gateway": _unstored(named["gateway"], port, r, model, stream, False),
+                    "relay": _unstored(named["relay"], relay_port, r, model, stream, True),
+                    "translated": _unstored(named["translated"], port, translated, model, stream, False)}
+        cases.append((r.name, unstored))
+        cases.append((f"{r.name} stored", {**named, "relay": unstored["relay"]}))
+    return cases
+
+
+def _median_share(runs: list[dict[str, Any]], relay: list[dict[str, Any]]) -> float | None:
+    """The median of the slices' shares: each slice's rate over the relay's slice beside it."""
+
+    shares = [s for s in (_ratio(g["rps"], b["rps"]) for g, b in zip(runs, relay, strict=True)) if s is not None]
+    return round(statistics.median(shares), 3) if shares else None
+
+
+def passthrough(stack: Stack, plan: Plan) -> dict[str, Any]:
+    """Same protocol on both sides against the bare relay on the gateway's own server, c=16 and c=64
+    (quick runs: c=16), JSON and streams.
+
+    Each route's gateway run, its relay run and its translated run take turns in ``plan.slices``
+    slices, so that the machine's drift weighs on all three; a share is the median of the slices'
+    shares (each slice's gateway rate over the relay's next to it) and, beside it, the rate over all
+    slices. Beside each route, the same client translated (its protocol to Chat; Chat to Anthropic),
+    which is what the passthrough replaced. Responses runs twice: with ``store: false`` (the relay
+    stores nothing either) and stored (the gateway keeps the answer for ``previous_response_id``),
+    both against the relay's ``store: false``.
     """
 
     relay, relay_port = _own_relay(stack)
+    levels = (16,) if plan.quick else (16, 64)
     try:
-        assert stack.gateway.port
-        out: dict[str, Any] = {"concurrency": 16, "chunks_per_stream": 20, "routes": {}}
-        for stream, model in ((True, STREAM_MODEL), (False, TEXT_MODEL)):
-            kind = "stream" if stream else "json"
-            for r in PASSTHROUGH_ROUTES:
-                translated = Route(r.client, "anthropic" if r.client == "openai_chat" else "openai_chat")
-                named = {"gateway": gateway_target(r, stack.gateway.port, model, stream),
-                         "relay": relay_target(r.upstream, relay_port, model, stream),
-                         "translated": gateway_target(translated, stack.gateway.port, model, stream)}
-                parts: dict[str, list[dict[str, Any]]] = {name: [] for name in named}
-                order = list(named.items())
-                for k in range(plan.slices):
-                    for name, tgt in (order if k % 2 == 0 else order[::-1]):
-                        res = closed_loop(stack, [tgt], 16, plan, duration=plan.duration / plan.slices,
-                                          pids={**stack.pids(), "relay": relay.pid})
-                        res["server"] = "relay" if name == "relay" else "gateway"
-                        parts[name].append(res)
-                runs = {name: _combine(p) for name, p in parts.items()}
-                share = _ratio(runs["gateway"]["rps"], runs["relay"]["rps"])
-                out["routes"][f"{r.name} {kind}"] = {
-                    "gateway_rps": runs["gateway"]["rps"], "relay_rps": runs["relay"]["rps"],
-                    "of_bare_relay": share, "translated_route": translated.name,
-                    "translated_rps": runs["translated"]["rps"],
-                    "errors": runs["gateway"]["errors"] + runs["translated"]["errors"],
-                    "gateway_cpu_ms_per_request": runs["gateway"]["server_cpu_ms_per_request"],
-                    "relay_cpu_ms_per_request": runs["relay"]["server_cpu_ms_per_request"],
-                    "translated_cpu_ms_per_request": runs["translated"]["server_cpu_ms_per_request"]}
-                print(f"   {r.name:<22} {kind:<6} gateway {runs['gateway']['rps']:>7,.0f}/s  relay "
-                      f"{runs['relay']['rps']:>7,.0f}/s  share {share}  (translated {translated.name}: "
-                      f"{runs['translated']['rps']:,.0f}/s)")
+        out: dict[str, Any] = {"concurrency": list(levels), "chunks_per_stream": 20, "routes": {}}
+        for c in levels:
+            for stream, model in ((True, STREAM_MODEL), (False, TEXT_MODEL)):
+                kind = "stream" if stream else "json"
+                for name, named in _passthrough_cases(stack, relay_port, model, stream):
+                    parts: dict[str, list[dict[str, Any]]] = {n: [] for n in named}
+                    order = list(named.items())
+                    for k in range(plan.slices):
+                        for n, tgt in (order if k % 2 == 0 else order[::-1]):
+                            res = closed_loop(stack, [tgt], c, plan, duration=plan.duration / plan.slices,
+                                              pids={**stack.pids(), "relay": relay.pid})
+                            res["server"] = "relay" if n == "relay" else "gateway"
+                            parts[n].append(res)
+                    runs = {n: _combine(p) for n, p in parts.items()}
+                    row = f"{name} {kind}" + ("" if c == 16 else f" c={c}")
+                    out["routes"][row] = {
+                        "concurrency": c, "gateway_rps": runs["gateway"]["rps"], "relay_rps": runs["relay"]["rps"],
+                        "of_bare_relay": _median_share(parts["gateway"], parts["relay"]),
+                        "of_bare_relay_all_slices": _ratio(runs["gateway"]["rps"], runs["relay"]["rps"]),
+                        "translated_rps": runs["translated"]["rps"],
+                        "translated_of_bare_relay": _median_share(parts["translated"], parts["relay"]),
+                        "errors": runs["gateway"]["errors"] + runs["translated"]["errors"],
+                        "gateway_cpu_ms_per_request": runs["gateway"]["server_cpu_ms_per_request"],
+                        "relay_cpu_ms_per_request": runs["relay"]["server_cpu_ms_per_request"],
+                        "translated_cpu_ms_per_request": runs["translated"]["server_cpu_ms_per_request"]}
+                    v = out["routes"][row]
+                    print(f"   {row:<34} gateway {v['gateway_rps']:>7,.0f}/s  relay {v['relay_rps']:>7,.0f}/s  "
+                          f"share {v['of_bare_relay']}  translated {v['translated_rps']:,.0f}/s "
+                          f"({v['translated_of_bare_relay']})  cpu ms/req {v['gateway_cpu_ms_per_request']} "
+                          f"vs relay {v['relay_cpu_ms_per_request']}")
         return out
     finally:
         stack.procs.stop(relay)

@@ -209,10 +209,18 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         check("added inter-chunk gap p99, paced (worst route)",
               _worst([g["paced"]["routes"][r]["added_gap_p99_ms"] for r in routes], False), 5.0, False, "ms")
     pt = g.get("passthrough", {}).get("routes", {})
-    shares = [v["of_bare_relay"] for k, v in pt.items() if k.endswith(" stream")]
-    if shares:
-        check("same-protocol streams/s, share of the bare relay on the gateway's own server (worst route)",
-              _worst(shares, True), 0.9, True)
+    for kind, what in (("stream", "streams/s"), ("json", "JSON requests/s")):
+        rows = {k: v for k, v in pt.items() if f" {kind}" in k}
+        shares = [v["of_bare_relay"] for k, v in rows.items() if "stored" not in k]
+        if shares:
+            check(f"same-protocol {what}, share of the bare relay on the gateway's own server (worst route)",
+                  _worst(shares, True), 0.9, True)
+        stored = [v["of_bare_relay"] for k, v in rows.items() if "stored" in k]
+        if stored:
+            check(f"stored Responses {what}, share of the bare relay (worst)", _worst(stored, True), 0.8, True)
+        translated = [v.get("translated_of_bare_relay") for k, v in rows.items() if "stored" not in k]
+        if [t for t in translated if t is not None]:
+            check(f"translated {what}, share of the bare relay (worst route)", _worst(translated, True), 0.6, True)
     h = g.get("hold", {})
     held = [h[v] for v in ("paced", "long") if v in h]
     if held:

@@ -18,6 +18,13 @@ name the upstream reports that the gateway did not send (a dated snapshot of
 it, say) is left as reported. Ids and everything else are the upstream's. (One repair beside it, for upstreams that break the protocol: Chat
 stream chunks labelled ``chat.completion`` are relabelled ``chat.completion.chunk``,
 see ``openai_chat/tap.py``.)
+
+The tap is light on the events that are most of a stream: a content delta for the block the
+decoder has open (Messages' text and thinking deltas, Chat's plain text chunks) is checked as
+JSON and read into the one ``BlockDelta`` the decoder would have made of it, without the decoder
+(``Tap._light``); anything else, or anything unusual about such an event, goes to the decoder as
+before. What the client gets is the same either way; only the IR events' bookkeeping that no
+passed-through stream reads (citation offsets) is not advanced by the light events.
 """
 
 from __future__ import annotations
@@ -28,9 +35,8 @@ from typing import Any
 
 from . import ir, sse
 from .encoder_base import NO_FINISH
-from .streams import StreamDecoder
 from .sse import SSEEvent
-
+from .streams import StreamDecoder
 
 _TYPE = re.compile(r'"type"\s*:\s*"([a-z_.]+)"')
 
@@ -43,6 +49,16 @@ def event_type(event: SSEEvent) -> str | None:
         return event.event
     match = _TYPE.search(event.data)
     return match.group(1) if match else None
+
+
+def json_object(data: str) -> dict[str, Any] | None:
+    """An event's data as a JSON object, or None (invalid JSON, or not an object)."""
+
+    try:
+        obj = sse.loads(data)
+    except ValueError:
+        return None
+    return obj if type(obj) is dict else None
 
 
 def object_of(data: str | None) -> dict[str, Any]:
@@ -94,6 +110,8 @@ def model_rewrite(upstream: str, client: str) -> ModelRewrite | None:
 class Tap(ABC):
     """``feed(event) -> (IR events, bytes to forward)``; ``ending(error)`` closes a broken stream."""
 
+    LIGHT = False  # whether the protocol's tap reads some deltas light (then it follows the open block)
+
     def __init__(self, decoder: StreamDecoder, rewrite: ModelRewrite | None) -> None:
         self.decoder = decoder
         self.rewrite = rewrite
@@ -101,12 +119,37 @@ class Tap(ABC):
         self.finished = False  # the upstream reported how the response finished (IR Finish)
         self.reported_error: ir.Error | None = None  # one the upstream reported in its protocol (forwarded)
         self.final: dict[str, Any] | None = None  # as streams.StreamEncoder.final, of the forwarded stream
+        # The block the decoder has open, as its events said (IR index, kind): the one a light delta
+        # may belong to. None when no block is open or the stream has finished or failed.
+        self.lane: tuple[int, ir.BlockKind] | None = None
+        self._ended = False
 
     def feed(self, event: SSEEvent) -> tuple[list[ir.Event], bytes]:
-        events = self.decoder.feed(event)
+        events = self._light(event) if self.lane is not None else None
+        if events is None:
+            events = self.decoder.feed(event)
+            if self.LIGHT:
+                self._track(events)
         if self.broken or not self._note(events):
             return events, b""
         return events, self._forward(event)
+
+    def _light(self, event: SSEEvent) -> list[ir.Event] | None:
+        """The decoder's events for a plain content delta of the open block (``self.lane``), made
+        without the decoder; None for any other event (the decoder reads it)."""
+
+        return None
+
+    def _track(self, events: list[ir.Event]) -> None:
+        """Follow the decoder's open block: a block starts and stops only where its events say so."""
+
+        for e in events:
+            if isinstance(e, ir.BlockStart):
+                self.lane = None if self._ended else (e.index, e.kind)
+            elif isinstance(e, ir.BlockStop):
+                self.lane = None
+            elif isinstance(e, (ir.Finish, ir.Error)):
+                self.lane, self._ended = None, True
 
     def finish(self) -> list[ir.Event]:
         events = self.decoder.finish()  # a decoder may hold the finish back until the end (usage after it)

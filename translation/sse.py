@@ -47,6 +47,10 @@ class SSEParser:
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         if not chunk:
             return []
+        if chunk[-2:] == b"\n\n" and not (self._pieces or self._pending_cr or self._data or self._event):
+            whole = self._whole_events(chunk)
+            if whole is not None:
+                return whole
         if self._pending_cr:
             self._pending_cr = False
             if chunk[:1] == b"\n":
@@ -70,7 +74,36 @@ class SSEParser:
         self._hold(rest)
         out: list[SSEEvent] = []
         for line in lines:
-            self._line(line, out)
+            # The two lines of nearly every event, read without the general path's decode of the field name.
+            if not line:
+                self._dispatch(out)
+            elif line.startswith(b"data:"):
+                self._data_line((line[6:] if line[5:6] == b" " else line[5:]).decode("utf-8", "replace"))
+            else:
+                self._line(line, out)
+        return out
+
+    def _whole_events(self, chunk: bytes) -> list[SSEEvent] | None:
+        """A chunk of whole events as upstreams write them (an ``event:`` line or none, one ``data:``
+        line, a blank line; LF only), read without the line-by-line path; None for anything else
+        (comments, ids, several data lines, CRs, an event past the bound), which that path reads."""
+
+        if b"\r" in chunk or (self._limit is not None and len(chunk) > self._limit):
+            return None
+        out: list[SSEEvent] = []
+        for block in chunk[:-2].split(b"\n\n"):
+            name: str | None = None
+            head, newline, data = block.partition(b"\n")
+            if newline:
+                if not head.startswith(b"event:") or b"\n" in data:
+                    return None
+                name = (head[7:] if head[6:7] == b" " else head[6:]).decode("utf-8", "replace") or None
+            else:
+                data = head
+            if not data.startswith(b"data:"):
+                return None
+            value = data[6:] if data[5:6] == b" " else data[5:]
+            out.append(SSEEvent(data=value.decode("utf-8", "replace"), event=name, id=self._id))
         return out
 
     def finish(self) -> list[SSEEvent]:
@@ -98,17 +131,20 @@ class SSEParser:
         if sep and value[:1] == " ":
             value = value[1:]
         if name == "data":
-            self._data.append(value)
-            if self._limit is not None:
-                self._data_size += len(value)
-                if self._data_size > self._limit:
-                    raise EventTooLarge(f"an event's data exceeds {self._limit} bytes")
+            self._data_line(value)
         elif name == "event":
             self._event = value
         elif name == "id":
             if "\0" not in value:
                 self._id = value
         # "retry" and unknown fields are ignored, as the spec says.
+
+    def _data_line(self, value: str) -> None:
+        self._data.append(value)
+        if self._limit is not None:
+            self._data_size += len(value)
+            if self._data_size > self._limit:
+                raise EventTooLarge(f"an event's data exceeds {self._limit} bytes")
 
     def _dispatch(self, out: list[SSEEvent]) -> None:
         if self._data:

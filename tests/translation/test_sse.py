@@ -95,3 +95,37 @@ def test_encode_puts_json_on_one_line_and_ends_with_a_blank_line() -> None:
     assert sse.encode(None, {"a": 1}) == b'data: {"a":1}\n\n'
     assert sse.DONE == b"data: [DONE]\n\n"
     assert sse.comment() == b": keepalive\n\n"
+
+
+def test_whole_events_in_a_chunk_read_as_line_by_line() -> None:
+    # A chunk of whole events takes the parser's short path; byte by byte takes the line path.
+    from tests.fixtures.recorded_loader import recordings
+
+    for rec in recordings(stream=True):
+        events = rec.body.split(b"\n\n")
+        per_event = [e + b"\n\n" for e in events[:-1]] + ([events[-1]] if events[-1] else [])
+        by_byte = parse_all([rec.body[i:i + 1] for i in range(len(rec.body))])
+        assert parse_all(per_event) == by_byte, rec.name
+        assert parse_all([rec.body]) == by_byte, rec.name
+
+
+@settings(max_examples=300)
+@given(st.lists(st.tuples(st.sampled_from([None, "", "message_start", "x y", "é"]),
+                          st.sampled_from(["", " ", "{}", " {\"a\": \"b\"} ", "data: no", "é\u2028"]),
+                          st.sampled_from(["event: {}\ndata: {}", "event:{}\ndata:{}", "data: {}", "data:{}",
+                                           ": c\ndata: {}", "id: 3\ndata: {}", "data: {}\ndata: {}", "data"])),
+                min_size=1, max_size=5))
+def test_the_short_path_gives_what_the_line_path_gives(blocks: list[tuple[str | None, str, str]]) -> None:
+    wire = b""
+    for name, data, shape in blocks:
+        text = shape.format(name or "", data) if shape.startswith("event") else shape.format(data, data)
+        wire += text.encode() + b"\n\n"
+    assert parse_all([wire]) == parse_all([wire[i:i + 1] for i in range(len(wire))])
+
+
+def test_a_chunk_of_whole_events_past_the_bound_is_still_refused() -> None:
+    import pytest
+
+    p = SSEParser(max_event_bytes=16)
+    with pytest.raises(sse.EventTooLarge):
+        p.feed(b"data: " + b"x" * 40 + b"\n\n")

@@ -8,18 +8,43 @@ stopped, an ``error`` event, ``message_stop``.
 from __future__ import annotations
 
 from .. import ids, ir, sse
-from ..passthrough import ModelRewrite, Tap, event_type, object_of
+from ..passthrough import ModelRewrite, Tap, event_type, json_object, object_of
 from ..sse import SSEEvent
-from .decode import AnthropicStreamDecoder
+from .decode import _DELTA_KINDS, AnthropicStreamDecoder
 from .encode import MESSAGE_STOP, error_event, message_start
 
+# The deltas read light (``Tap._light``), as the decoder reads them: all but a tool call's arguments,
+# whose arrival the decoder notes (a tool_use that carried its input whole at the start).
+_LIGHT = {kind: read for kind, read in _DELTA_KINDS.items() if read[1] != "arguments"}
+
+
 class AnthropicTap(Tap):
+    LIGHT = True
+
     def __init__(self, rewrite: ModelRewrite | None, client_model: str) -> None:
         super().__init__(AnthropicStreamDecoder(), rewrite)
         self._client_model = client_model
         self._started = False
         self._stopped = False
         self._open: set[int] = set()
+        self._wire: int | None = None  # the upstream's index of the block last started
+
+    def _light(self, event: SSEEvent) -> list[ir.Event] | None:
+        if event.event != "content_block_delta" or self.lane is None:
+            return None
+        payload = json_object(event.data)
+        if payload is None or payload.get("type") != "content_block_delta" or payload.get("index") != self._wire:
+            return None
+        delta = payload.get("delta")
+        read = _LIGHT.get(delta.get("type")) if type(delta) is dict else None  # type: ignore[arg-type]
+        if read is None:
+            return None
+        field, kind, block_kind = read
+        text = delta.get(field)  # type: ignore[union-attr]
+        index, open_kind = self.lane
+        if open_kind != block_kind or type(text) is not str or type(payload["index"]) is not int:
+            return None
+        return [ir.BlockDelta(index=index, kind=kind, text=text)] if text else []
 
     def _forward(self, event: SSEEvent) -> bytes:
         name = event_type(event)
@@ -30,6 +55,7 @@ class AnthropicTap(Tap):
                 if index is not None:
                     if name == "content_block_start":
                         self._open.add(index)
+                        self._wire = index
                     else:
                         self._open.discard(index)
             case "message_start":
