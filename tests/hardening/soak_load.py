@@ -138,6 +138,7 @@ class Tally:
     problems: list[str] = field(default_factory=list)
     answers: list[tuple[Job, int, str, bytes]] = field(default_factory=list)
     timeline: list[str] = field(default_factory=list)
+    rss_kb: list[int] = field(default_factory=list)  # the gateway's resident memory every 10 s
 
     def judge_answers(self, secrets: list[str]) -> None:
         if not _READERS:
@@ -282,9 +283,20 @@ async def _sample(tally: Tally, pid: int | None, every: float = 10.0) -> None:
     while True:
         await asyncio.sleep(every)
         now_answered, now_cpu = len(tally.answers), _cpu_seconds(pid)
+        rss = _rss_kb(pid)
+        tally.rss_kb.append(rss)
         tally.timeline.append(f"{(now_answered - answered) / every:.0f}/s cpu {(now_cpu - cpu) / every:.0%} "
-                              f"load {os.getloadavg()[0]:.1f}{_pressure()}")
+                              f"rss {rss / 1024:.0f} MB load {os.getloadavg()[0]:.1f}{_pressure()}")
         answered, cpu = now_answered, now_cpu
+
+
+def _rss_kb(pid: int | None) -> int:
+    if pid is None:
+        return 0
+    for line in open(f"/proc/{pid}/status").read().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
 
 
 def _cpu_seconds(pid: int | None) -> float:

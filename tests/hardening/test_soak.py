@@ -16,7 +16,7 @@ from tests.servers import ROOT, Server, database_url, start_gateway
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]  # about a minute
 
 CLIENTS = 200
-WARMUP_SECONDS = 10.0
+WARMUP_SECONDS = 15.0
 SOAK_SECONDS = 40.0
 
 
