@@ -148,7 +148,7 @@ class ApiKeyAdmin(admin.ModelAdmin[ApiKey]):
         if form.is_bound and form.is_valid():
             grace = dt.timedelta(hours=float(form.cleaned_data["grace_hours"]))
             with transaction.atomic():
-                revealed = [(key, key.rotate(grace)) for key in queryset.select_for_update().order_by("name")]
+                revealed = [(key, key.rotate(grace)) for key in queryset.select_for_update(of=("self",)).order_by("name")]
             return reveal(request, self.admin_site, revealed, "New secrets" if len(revealed) > 1 else "New secret")
         context = {**self.admin_site.each_context(request), "opts": self.model._meta, "title": "Rotate client keys",
                    "form": form, "keys": list(queryset.order_by("name")),
