@@ -176,9 +176,12 @@ def send_now(webhook: Webhook, alert: Alert, timeout: float) -> Delivery:
     """Post ``alert`` to ``webhook`` at once, from a synchronous caller (the admin's "Send a test
     alert"), and keep the delivery with its outcome, as the worker keeps its own."""
 
-    now = timezone.now()
+    # Due only after this post has had its time: the outbox's worker would otherwise take the row as it
+    # stands and post it a second time (the receiver got two test alerts); if this caller dies midway,
+    # the worker sends it then.
+    due = timezone.now() + dt.timedelta(seconds=timeout + 30)
     delivery = Delivery.objects.create(webhook=webhook, event=alert.event, event_key=alert.key[:200],
-                                       payload=alert.payload(), attempts=1, next_attempt_at=now)
+                                       payload=alert.payload(), attempts=1, next_attempt_at=due)
     try:
         answer = httpx.post(webhook.url, json=body(webhook.format, delivery.payload), timeout=timeout,
                             follow_redirects=False)
