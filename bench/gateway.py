@@ -48,7 +48,7 @@ PG_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 PG_BENCH_DB = "bench_gateway"
 SECTIONS = ["latency", "throughput", "streams", "paced", "hold", "multiproc", "servers", "passthrough", "spool",
             "conversation"]
-EXTRA_SECTIONS = ["profile", "profile_stream", "profile_passthrough"]
+EXTRA_SECTIONS = ["profile", "profile_stream", "profile_passthrough", "profile_stored"]
 
 
 @dataclass(frozen=True)
@@ -423,6 +423,15 @@ def profile_passthrough(stack: Stack, plan: Plan) -> dict[str, Any]:
     return profiler.profile_under_load(stack, tgt, plan.profile_seconds, "passthrough")
 
 
+def profile_stored(stack: Stack, plan: Plan) -> dict[str, Any]:
+    """The same on stored Responses JSON, responses→responses (the answer kept for previous_response_id)."""
+
+    port = stack.gateway.port
+    assert port
+    tgt = gateway_target(Route("responses", "responses"), port, TEXT_MODEL, False)
+    return profiler.profile_under_load(stack, tgt, plan.profile_seconds, "stored")
+
+
 def servers(stack: Stack, plan: Plan) -> dict[str, Any]:
     """Our server (uvicorn, ``gateway.serve``) against Daphne, bare relay and gateway, chat→chat: c=1 and c=16.
 
@@ -680,7 +689,8 @@ def conversation(stack: Stack, plan: Plan) -> dict[str, Any]:
 
 
 MEASURES = {"conversation": conversation, "spool": spool, "latency": latency, "throughput": throughput, "streams": streams, "paced": paced, "hold": hold,
-            "multiproc": multiproc, "profile": profile, "profile_stream": profile_stream, "profile_passthrough": profile_passthrough, "servers": servers,
+            "multiproc": multiproc, "profile": profile, "profile_stream": profile_stream, "profile_passthrough": profile_passthrough,
+            "profile_stored": profile_stored, "servers": servers,
             "passthrough": passthrough}
 
 
