@@ -200,3 +200,11 @@ def test_one_keys_answer_never_replaces_another_keys_answer_of_the_same_id() -> 
     assert found_a is not None and found_a.response["output"] == ["A"]
     assert found_b is not None and found_b.response["output"] == ["B"]
     assert store.taken("resp_acc1", 1) and not store.taken("resp_acc1", 3)
+
+
+def test_an_id_is_taken_only_for_the_key_that_holds_it_keyless_answers_included() -> None:
+    store.save_many([store.Entry(response_id="resp_nokey", client_key_id=None, response={"id": "resp_nokey"})])
+    assert store.taken("resp_nokey", None)
+    assert not store.taken("resp_nokey", 1)
+    assert not store.taken("resp_other", None)
+    assert not store.taken("resp_nokey'; --", None)  # the id is a parameter, never SQL
