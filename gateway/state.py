@@ -115,6 +115,9 @@ class Snapshot:
     aliases: list[AliasInfo] = field(default_factory=list)
     keys: dict[str, KeyInfo] = field(default_factory=dict)  # by key hash
     version: int = 0  # the configuration's version, read before the rest: the copy holds at least its changes
+    # Model name → where this configuration routes it (gateway.exchange.routing fills it): a copy is
+    # never changed once loaded, so its routes are worked out once, not on every request.
+    routes: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 def _load() -> Snapshot:

@@ -69,16 +69,30 @@ def without_vendor(model: str) -> str | None:
     return None
 
 
+ROUTES_HELD = 4096  # names remembered per configuration; clients may send any name, so it starts over past this
+
+
 def resolve(model: str, snap: Snapshot) -> Route:
+    try:
+        route: Route | None = snap.routes[model]
+    except KeyError:
+        route = _routed(model, snap)
+        if len(snap.routes) >= ROUTES_HELD:
+            snap.routes.clear()
+        snap.routes[model] = route
+    if route is None:
+        raise ModelNotFound(f"The model '{shown(model)}' does not exist or is not served by this gateway",
+                            param="model")
+    return route
+
+
+def _routed(model: str, snap: Snapshot) -> Route | None:
     # An alias ops wrote for this exact name beats the legacy table; otherwise a legacy
     # name is renamed before any glob can send it upstream under its retired name.
     route = _exact_alias(model, snap) or _resolve(LEGACY_NAMES.get(model, model), snap)
     if route is None and (short := without_vendor(model)) is not None:
         # Vendor-prefixed names route like the short ones (auto-prefix providers get the prefix back).
         route = _exact_alias(short, snap) or _resolve(LEGACY_NAMES.get(short, short), snap)
-    if route is None:
-        raise ModelNotFound(f"The model '{shown(model)}' does not exist or is not served by this gateway",
-                            param="model")
     return route
 
 

@@ -192,3 +192,22 @@ def test_an_unknown_or_forbidden_model_name_is_echoed_short_in_the_error() -> No
         check_allowed(key, huge)
     for err in (unknown.value, forbidden.value):
         assert "x" * 200 + "…" in err.message and len(err.message) < 400
+
+
+def test_a_configurations_routes_are_remembered_and_bounded_never_crossing_configurations() -> None:
+    snap = snapshot([ANTHROPIC, OPENAI], [alias("claude-*", 1), alias("gpt-*", 2)])
+    assert route("claude-x", snap) == ("anthropic-pool", "claude-x")
+    with pytest.raises(ModelNotFound):
+        resolve("nobody-serves-this", snap)
+    with pytest.raises(ModelNotFound):  # a name that routes nowhere stays refused when asked again
+        resolve("nobody-serves-this", snap)
+    # A new configuration (the alias moved) routes afresh: what one copy learnt is never another's.
+    moved = snapshot([ANTHROPIC, OPENAI], [alias("claude-*", 2), alias("gpt-*", 2)])
+    assert route("claude-x", moved) == ("openai-pool", "claude-x")
+    assert route("claude-x", snap) == ("anthropic-pool", "claude-x")
+    # Any number of names asked for: the memory stays within its bound.
+    from gateway.exchange import routing
+    for i in range(routing.ROUTES_HELD + 10):
+        resolve(f"gpt-{i}", snap)
+    assert len(snap.routes) <= routing.ROUTES_HELD
+    assert route("gpt-3", snap) == ("openai-pool", "gpt-3")
