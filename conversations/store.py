@@ -72,19 +72,42 @@ def save(entry: Entry) -> None:
     save_many([entry])
 
 
+# The columns an answer's row is written with; an id already held by its key is replaced whole.
+_COLUMNS = ("response_id", "client_key_id", "previous_response_id", "model", "upstream_protocol", "provider_id",
+            "account_id", "upstream_response_id", "input_items", "response", "created_at")
+
+
 def save_many(entries: list[Entry]) -> None:
     """Store these answers in one transaction (one commit for a group: gateway.exchange.conversation's store).
 
     An id is unique per client key. The gateway gives a key's answer an id of its own when the
     upstream repeats one the key holds (``taken``), so the same (key, id) again arrives only from two
-    processes racing with the same repeated id: the newer answer then replaces the row."""
+    processes racing with the same repeated id: the newer answer then replaces the row.
+
+    One ``INSERT … ON CONFLICT … DO UPDATE`` (SQLite and PostgreSQL both take it) with the fields'
+    own conversion (the encryption of the content): the ORM's ``bulk_create`` spent 40 % more CPU
+    per answer on building its statement (157 against 96 µs a row in groups of four), and this runs
+    in the serving process, beside its requests."""
 
     latest = {(e.client_key_id, e.response_id): e for e in entries}  # within one group too, the last one wins
-    rows = [StoredResponse(response_id=rid, **_values(e)) for (_, rid), e in latest.items()]
-    fields = [name for name in _values(entries[0]) if name != "client_key_id"]
-    with transaction.atomic():
-        StoredResponse.objects.bulk_create(rows, update_conflicts=True, unique_fields=["client_key_id", "response_id"],
-                                           update_fields=fields)
+    concrete = {f.name: f for f in StoredResponse._meta.concrete_fields}
+    fields = [concrete[name] for name in _COLUMNS]
+    rows: list[list[Any]] = []
+    for (_, response_id), entry in latest.items():
+        values = {"response_id": response_id, **_values(entry)}
+        rows.append([f.get_db_prep_save(values[f.name], connection) for f in fields])
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.executemany(_upsert(), rows)
+
+
+def _upsert() -> str:
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(c) for c in _COLUMNS)
+    replaced = ", ".join(f"{quote(c)} = EXCLUDED.{quote(c)}" for c in _COLUMNS
+                         if c not in ("response_id", "client_key_id"))
+    return (f"INSERT INTO {quote(StoredResponse._meta.db_table)} ({columns}) VALUES "
+            f"({', '.join(['%s'] * len(_COLUMNS))}) ON CONFLICT ({quote('client_key_id')}, {quote('response_id')}) "
+            f"DO UPDATE SET {replaced}")
 
 
 def taken(response_id: str, client_key_id: int | None) -> bool:
@@ -96,7 +119,7 @@ def taken(response_id: str, client_key_id: int | None) -> bool:
 
     table = connection.ops.quote_name(StoredResponse._meta.db_table)
     key = "IS NULL" if client_key_id is None else "= %s"
-    params = [response_id] if client_key_id is None else [response_id, client_key_id]
+    params: list[Any] = [response_id] if client_key_id is None else [response_id, client_key_id]
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT 1 FROM {table} WHERE response_id = %s AND client_key_id {key} LIMIT 1", params)
         return cursor.fetchone() is not None
