@@ -43,6 +43,9 @@ class ProtocolModule(Protocol):
     FORWARDED_HEADERS: Mapping[str, bool]
     FORWARDED_QUERY: Mapping[str, bool]
     BETA_HEADER: str | None
+    # The gateway's refusals its own error table answers otherwise, by their kind (gateway.errors'
+    # GatewayError.kind: "model_denied", "no_accounts", "spend_cap") -> (status, type); None: as declared.
+    ERROR_OVERRIDES: Mapping[str, tuple[int | None, str | None]]
 
     def credentials(self, secret: str, version: str) -> dict[str, str]:
         """The headers that carry an account's key (``version``: the provider's API version, where its

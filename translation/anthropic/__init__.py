@@ -9,7 +9,7 @@ from ..protocol import EncodeContext
 from .build import build_request, passthrough_request, required_betas
 from .decode import AnthropicStreamDecoder
 from .encode import AnthropicStreamEncoder
-from .errors import parse_error, render_error
+from .errors import ERROR_OVERRIDES, parse_error, render_error
 from .request import parse_request
 from .response import parse_response, render_response
 from .tap import AnthropicTap
@@ -45,5 +45,5 @@ __all__ = [
     "NAME", "PATH", "parse_request", "build_request", "passthrough_request", "parse_response",
     "render_response", "stream_decoder", "stream_encoder", "stream_tap", "render_error", "parse_error",
     "required_betas", "COUNT_TOKENS_PATH", "COMPACT_PATH", "CACHE_KEY_FIELD", "KEEPALIVE", "COUNTED_BY_CONTENT",
-    "FORWARDED_HEADERS", "FORWARDED_QUERY", "BETA_HEADER", "credentials",
+    "FORWARDED_HEADERS", "FORWARDED_QUERY", "BETA_HEADER", "credentials", "ERROR_OVERRIDES",
 ]

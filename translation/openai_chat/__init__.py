@@ -25,6 +25,7 @@ COUNTED_BY_CONTENT = False
 FORWARDED_HEADERS: Mapping[str, bool] = {"openai-beta": False}
 FORWARDED_QUERY: Mapping[str, bool] = {}
 BETA_HEADER: str | None = None
+ERROR_OVERRIDES: Mapping[str, tuple[int | None, str | None]] = {}  # its envelope answers every refusal as declared
 
 
 def credentials(secret: str, version: str) -> dict[str, str]:
@@ -54,5 +55,5 @@ __all__ = [
     "parse_request", "parse_response", "passthrough_request", "render_error", "render_response",
     "stream_decoder", "stream_encoder", "stream_tap", "required_betas",
     "COUNT_TOKENS_PATH", "COMPACT_PATH", "CACHE_KEY_FIELD", "KEEPALIVE", "COUNTED_BY_CONTENT",
-    "FORWARDED_HEADERS", "FORWARDED_QUERY", "BETA_HEADER", "credentials",
+    "FORWARDED_HEADERS", "FORWARDED_QUERY", "BETA_HEADER", "credentials", "ERROR_OVERRIDES",
 ]

@@ -26,6 +26,7 @@ COUNTED_BY_CONTENT = False
 FORWARDED_HEADERS: Mapping[str, bool] = {"openai-beta": False, "x-codex-beta-features": True}
 FORWARDED_QUERY: Mapping[str, bool] = {}
 BETA_HEADER: str | None = None
+ERROR_OVERRIDES: Mapping[str, tuple[int | None, str | None]] = {}  # its envelope answers every refusal as declared
 
 
 def credentials(secret: str, version: str) -> dict[str, str]:
@@ -54,5 +55,5 @@ __all__ = [
     "NAME", "PATH", "parse_request", "build_request", "passthrough_request", "parse_response",
     "render_response", "stream_decoder", "stream_encoder", "stream_tap", "required_betas", "render_error", "parse_error",
     "COUNT_TOKENS_PATH", "COMPACT_PATH", "CACHE_KEY_FIELD", "KEEPALIVE", "COUNTED_BY_CONTENT",
-    "FORWARDED_HEADERS", "FORWARDED_QUERY", "BETA_HEADER", "credentials",
+    "FORWARDED_HEADERS", "FORWARDED_QUERY", "BETA_HEADER", "credentials", "ERROR_OVERRIDES",
 ]
