@@ -38,6 +38,9 @@ class ProtocolModule(Protocol):
     CACHE_KEY_FIELD: str | None  # the request field that routes the upstream's prompt cache (a session's id)
     KEEPALIVE: bytes | None  # the protocol's own keepalive event, once its stream has begun; None: SSE comments
     COUNTED_BY_CONTENT: bool  # a body's input is estimated from its content (Messages' count); else from its size
+    # A request body without a Content-Length is refused (411) on its paths (gateway.edge.bodylimit): its
+    # clients always send one, and a declared length lets a body over the limit be refused unread.
+    LENGTH_REQUIRED: bool
     # The client's headers and query parameters an upstream of this protocol is sent: name -> only when the
     # client speaks this protocol too. BETA_HEADER: where a translated body's required_betas go.
     FORWARDED_HEADERS: Mapping[str, bool]

@@ -20,6 +20,9 @@ COMPACT_PATH: str | None = None
 CACHE_KEY_FIELD: str | None = None  # its prompt cache goes by cache_control breakpoints (breakpoints.py)
 KEEPALIVE: bytes | None = b'event: ping\ndata: {"type": "ping"}\n\n'  # as its API sends it
 COUNTED_BY_CONTENT = True
+# Claude Code and the Anthropic SDKs always send Content-Length, and the Claude Code gateway protocol allows
+# refusing a body without one (411): a body over the limit is then refused before any of it is read.
+LENGTH_REQUIRED = True
 FORWARDED_HEADERS: Mapping[str, bool] = {"anthropic-beta": True, "anthropic-version": False}
 FORWARDED_QUERY: Mapping[str, bool] = {"beta": True}  # Claude Code posts to /v1/messages?beta=true
 BETA_HEADER: str | None = "anthropic-beta"
@@ -46,4 +49,5 @@ __all__ = [
     "render_response", "stream_decoder", "stream_encoder", "stream_tap", "render_error", "parse_error",
     "required_betas", "COUNT_TOKENS_PATH", "COMPACT_PATH", "CACHE_KEY_FIELD", "KEEPALIVE", "COUNTED_BY_CONTENT",
     "FORWARDED_HEADERS", "FORWARDED_QUERY", "BETA_HEADER", "credentials", "ERROR_OVERRIDES",
+    "LENGTH_REQUIRED",
 ]

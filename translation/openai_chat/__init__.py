@@ -22,6 +22,7 @@ COMPACT_PATH: str | None = None
 CACHE_KEY_FIELD: str | None = "prompt_cache_key"
 KEEPALIVE: bytes | None = None
 COUNTED_BY_CONTENT = False
+LENGTH_REQUIRED = False  # its protocol promises no Content-Length: a chunked body is read, within the limit
 FORWARDED_HEADERS: Mapping[str, bool] = {"openai-beta": False}
 FORWARDED_QUERY: Mapping[str, bool] = {}
 BETA_HEADER: str | None = None
@@ -56,4 +57,5 @@ __all__ = [
     "stream_decoder", "stream_encoder", "stream_tap", "required_betas",
     "COUNT_TOKENS_PATH", "COMPACT_PATH", "CACHE_KEY_FIELD", "KEEPALIVE", "COUNTED_BY_CONTENT",
     "FORWARDED_HEADERS", "FORWARDED_QUERY", "BETA_HEADER", "credentials", "ERROR_OVERRIDES",
+    "LENGTH_REQUIRED",
 ]

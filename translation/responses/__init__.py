@@ -22,6 +22,7 @@ COMPACT_PATH: str | None = "/responses/compact"
 CACHE_KEY_FIELD: str | None = "prompt_cache_key"
 KEEPALIVE: bytes | None = None
 COUNTED_BY_CONTENT = False
+LENGTH_REQUIRED = False  # its protocol promises no Content-Length: a chunked body is read, within the limit
 # x-codex-beta-features: Codex's remote_compaction_v2, with which the upstream reads the compaction trigger.
 FORWARDED_HEADERS: Mapping[str, bool] = {"openai-beta": False, "x-codex-beta-features": True}
 FORWARDED_QUERY: Mapping[str, bool] = {}
@@ -56,4 +57,5 @@ __all__ = [
     "render_response", "stream_decoder", "stream_encoder", "stream_tap", "required_betas", "render_error", "parse_error",
     "COUNT_TOKENS_PATH", "COMPACT_PATH", "CACHE_KEY_FIELD", "KEEPALIVE", "COUNTED_BY_CONTENT",
     "FORWARDED_HEADERS", "FORWARDED_QUERY", "BETA_HEADER", "credentials", "ERROR_OVERRIDES",
+    "LENGTH_REQUIRED",
 ]
