@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import ir
+from .session import Signal
 from .streams import StreamDecoder, StreamEncoder
 
 if TYPE_CHECKING:
@@ -49,6 +50,8 @@ class ProtocolModule(Protocol):
     # The gateway's refusals its own error table answers otherwise, by their kind (gateway.errors'
     # GatewayError.kind: "model_denied", "no_accounts", "spend_cap") -> (status, type); None: as declared.
     ERROR_OVERRIDES: Mapping[str, tuple[int | None, str | None]]
+    # The signals that name a conversation (gateway.exchange.session), in the order they are looked for.
+    SESSION_SIGNALS: tuple[Signal, ...]
 
     def credentials(self, secret: str, version: str) -> dict[str, str]:
         """The headers that carry an account's key (``version``: the provider's API version, where its
@@ -59,6 +62,13 @@ class ProtocolModule(Protocol):
     def build_request(self, req: ir.Request, model: str, caps: ir.UpstreamCaps) -> dict[str, Any]: ...
 
     def passthrough_request(self, body: dict[str, Any], model: str, caps: ir.UpstreamCaps) -> dict[str, Any]: ...
+
+    def conversation_start(self, body: Mapping[str, Any]) -> tuple[Any, Any]:
+        """What every turn of a conversation resends first: its system part and its first message (None:
+        there is none), which name the session, with the model and the tools, when no signal does."""
+
+    def cache_ttl(self, body: Mapping[str, Any]) -> float | None:
+        """The seconds ``body`` asks the provider to keep its prompt cache, when longer than its default."""
 
     def required_betas(self, body: dict[str, Any]) -> list[str]:
         """Beta switches a body this module built relies on (the ``anthropic-beta`` header)."""

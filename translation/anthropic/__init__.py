@@ -12,6 +12,7 @@ from .encode import AnthropicStreamEncoder
 from .errors import ERROR_OVERRIDES, parse_error, render_error
 from .request import parse_request
 from .response import parse_response, render_response
+from .session import SESSION_SIGNALS, cache_ttl, conversation_start
 from .tap import AnthropicTap
 from .wire import NAME, PATH
 
@@ -49,5 +50,5 @@ __all__ = [
     "render_response", "stream_decoder", "stream_encoder", "stream_tap", "render_error", "parse_error",
     "required_betas", "COUNT_TOKENS_PATH", "COMPACT_PATH", "CACHE_KEY_FIELD", "KEEPALIVE", "COUNTED_BY_CONTENT",
     "FORWARDED_HEADERS", "FORWARDED_QUERY", "BETA_HEADER", "credentials", "ERROR_OVERRIDES",
-    "LENGTH_REQUIRED",
+    "LENGTH_REQUIRED", "SESSION_SIGNALS", "conversation_start", "cache_ttl",
 ]

@@ -13,6 +13,7 @@ from .encode import ResponsesStreamEncoder
 from .errors import parse_error, render_error
 from .request import parse_request
 from .response import parse_response, render_response
+from .session import SESSION_SIGNALS, cache_ttl, conversation_start
 from .tap import ResponsesTap
 
 NAME = "responses"
@@ -57,5 +58,5 @@ __all__ = [
     "render_response", "stream_decoder", "stream_encoder", "stream_tap", "required_betas", "render_error", "parse_error",
     "COUNT_TOKENS_PATH", "COMPACT_PATH", "CACHE_KEY_FIELD", "KEEPALIVE", "COUNTED_BY_CONTENT",
     "FORWARDED_HEADERS", "FORWARDED_QUERY", "BETA_HEADER", "credentials", "ERROR_OVERRIDES",
-    "LENGTH_REQUIRED",
+    "LENGTH_REQUIRED", "SESSION_SIGNALS", "conversation_start", "cache_ttl",
 ]
