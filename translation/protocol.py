@@ -36,6 +36,9 @@ class ProtocolModule(Protocol):
     # What differs by protocol on the gateway's side of the wire, so that the gateway asks rather than branches:
     COUNT_TOKENS_PATH: str | None  # the upstream's token count endpoint, after the version root; None: it has none
     COMPACT_PATH: str | None  # its endpoint that compacts a conversation itself; None: the gateway compacts
+    # The upstream keeps a conversation by its response id: a previous_response_id it issued may be sent
+    # back to the account that answered it, instead of the conversation written out.
+    KEEPS_STATE: bool
     CACHE_KEY_FIELD: str | None  # the request field that routes the upstream's prompt cache (a session's id)
     KEEPALIVE: bytes | None  # the protocol's own keepalive event, once its stream has begun; None: SSE comments
     COUNTED_BY_CONTENT: bool  # a body's input is estimated from its content (Messages' count); else from its size

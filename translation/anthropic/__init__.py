@@ -18,6 +18,7 @@ from .wire import NAME, PATH
 
 COUNT_TOKENS_PATH: str | None = PATH + "/count_tokens"
 COMPACT_PATH: str | None = None
+KEEPS_STATE = False  # stateless: every request carries the whole conversation
 CACHE_KEY_FIELD: str | None = None  # its prompt cache goes by cache_control breakpoints (breakpoints.py)
 KEEPALIVE: bytes | None = b'event: ping\ndata: {"type": "ping"}\n\n'  # as its API sends it
 COUNTED_BY_CONTENT = True
@@ -51,4 +52,5 @@ __all__ = [
     "required_betas", "COUNT_TOKENS_PATH", "COMPACT_PATH", "CACHE_KEY_FIELD", "KEEPALIVE", "COUNTED_BY_CONTENT",
     "FORWARDED_HEADERS", "FORWARDED_QUERY", "BETA_HEADER", "credentials", "ERROR_OVERRIDES",
     "LENGTH_REQUIRED", "SESSION_SIGNALS", "conversation_start", "cache_ttl",
+    "KEEPS_STATE",
 ]

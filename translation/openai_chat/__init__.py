@@ -20,6 +20,7 @@ NAME = "openai_chat"
 PATH = "/chat/completions"
 COUNT_TOKENS_PATH: str | None = None
 COMPACT_PATH: str | None = None
+KEEPS_STATE = False  # stateless: every request carries the whole conversation
 CACHE_KEY_FIELD: str | None = "prompt_cache_key"
 KEEPALIVE: bytes | None = None
 COUNTED_BY_CONTENT = False
@@ -59,4 +60,5 @@ __all__ = [
     "COUNT_TOKENS_PATH", "COMPACT_PATH", "CACHE_KEY_FIELD", "KEEPALIVE", "COUNTED_BY_CONTENT",
     "FORWARDED_HEADERS", "FORWARDED_QUERY", "BETA_HEADER", "credentials", "ERROR_OVERRIDES",
     "LENGTH_REQUIRED", "SESSION_SIGNALS", "conversation_start", "cache_ttl",
+    "KEEPS_STATE",
 ]
