@@ -4,15 +4,15 @@ error the gateway answers with, in the envelope of the path's protocol.
 Every refusal goes through :func:`error_body`, whichever layer gives it: the
 server's head limit, the drain, the body limit, the API handler and the views.
 
-Where Anthropic's table (the Claude Code gateway protocol's "Errors") says otherwise than the
-OpenAI envelopes' habits, an error declares its Anthropic status and type apart
-(``anthropic_status``, ``anthropic_type``): a denied model is 400 ``invalid_request_error``
-there and 403 elsewhere, a pool without a usable account 529 ``overloaded_error`` there and 503
-elsewhere. ``should_retry = False`` sends ``x-should-retry: false``, which the official SDKs
-(Anthropic's and OpenAI's alike) obey instead of their own retry rules: on every 401 the gateway
-gives (a missing, unknown, revoked or expired credential: no retry makes it valid, and Claude Code
-otherwise retries for about three minutes before it asks the user to sign in again), on a spent
-USD budget (it frees at a known time, not in seconds), and on every 501.
+Where a protocol's own table answers a refusal otherwise, the error declares a protocol-neutral
+``kind`` and the protocol module says the difference (its ``ERROR_OVERRIDES``): Anthropic's (the
+Claude Code gateway protocol's "Errors") answers a denied model 400 ``invalid_request_error``
+instead of 403, a pool without a usable account 529 ``overloaded_error`` instead of 503, and a spent
+USD budget with the type ``billing_error``. ``should_retry = False`` sends ``x-should-retry:
+false``, which the official SDKs (Anthropic's and OpenAI's alike) obey instead of their own retry
+rules: on every 401 the gateway gives (a missing, unknown, revoked or expired credential: no retry
+makes it valid, and Claude Code otherwise retries for about three minutes before it asks the user to
+sign in again), on a spent USD budget (it frees at a known time, not in seconds), and on every 501.
 """
 
 from __future__ import annotations
@@ -30,9 +30,8 @@ class GatewayError(Exception):
     status: ClassVar[int] = 500
     error_type: ClassVar[str] = "api_error"  # OpenAI-style type; Anthropic's is derived from status
     error_class: ClassVar[ErrorClass] = ErrorClass.INTERNAL
-    # In the Anthropic envelope, where its table differs: this status and this type instead.
-    anthropic_status: ClassVar[int | None] = None
-    anthropic_type: ClassVar[str | None] = None
+    # What refusal this is, for a protocol whose table answers it otherwise (its module's ERROR_OVERRIDES).
+    kind: ClassVar[str | None] = None
     code: str | None = None  # OpenAI's error code, when the error has one
     should_retry: ClassVar[bool | None] = None  # False: x-should-retry: false
 
@@ -75,8 +74,7 @@ class PermissionDenied(GatewayError):
 class ModelDenied(PermissionDenied):
     """A model the caller may not use: 403 in the OpenAI envelopes, 400 in Anthropic's (its table)."""
 
-    anthropic_status = 400
-    anthropic_type = "invalid_request_error"
+    kind = "model_denied"
 
 
 class ModelNotFound(GatewayError):
@@ -130,7 +128,7 @@ class SpendCapReached(OverBudget):
 
     error_type = "insufficient_quota"
     code = "insufficient_quota"
-    anthropic_type = "billing_error"
+    kind = "spend_cap"
     should_retry = False
 
 
@@ -155,7 +153,7 @@ class NoAccounts(GatewayError):
     status = 503
     error_type = "overloaded_error"
     error_class = ErrorClass.NO_ACCOUNTS
-    anthropic_status = 529  # "upstream at capacity": Claude Code backs off and retries
+    kind = "no_accounts"  # Anthropic's 529 "upstream at capacity": Claude Code backs off and retries
 
 
 class NotSupported(GatewayError):
@@ -213,9 +211,16 @@ def status_of(err: GatewayError, protocol: str | None = None) -> int:
 
     if isinstance(err, UpstreamFailed):
         return err.upstream_status
-    if protocol == "anthropic" and err.anthropic_status is not None:
-        return err.anthropic_status
-    return err.status
+    status, _ = _overridden(err, protocol)
+    return err.status if status is None else status
+
+
+def _overridden(err: GatewayError, protocol: str | None) -> tuple[int | None, str | None]:
+    """The status and type ``protocol``'s own table answers ``err``'s kind with; None: ``err``'s own."""
+
+    if protocol is None or err.kind is None:
+        return None, None
+    return registry.get(protocol).ERROR_OVERRIDES.get(err.kind, (None, None))
 
 
 def headers_of(err: GatewayError, protocol: str | None = None) -> dict[str, str]:
@@ -244,8 +249,9 @@ def render(protocol: str | None, err: GatewayError) -> tuple[bytes, str]:
         if err.raw is not None:
             return err.raw, "application/json"
         return error_body(protocol, err.upstream_status, err.message, err.upstream_type, err.param, err.code)
-    if protocol == "anthropic" and err.anthropic_type is not None:
-        return error_body(protocol, status_of(err, protocol), err.message, err.anthropic_type, err.param)
+    _, error_type = _overridden(err, protocol)
+    if error_type is not None:  # the protocol's own type; the code goes with the type it was declared beside
+        return error_body(protocol, status_of(err, protocol), err.message, error_type, err.param)
     return error_body(protocol, status_of(err, protocol), err.message, err.error_type, err.param, err.code)
 
 

@@ -14,9 +14,10 @@ The time: ``GATEWAY_BODY_TIMEOUT`` seconds, plus one second for every
 slow link keeps its time as long as bytes come; one trickling a byte now and
 then does not.
 
-On the paths of Anthropic's protocol a chunked body without a ``Content-Length`` is refused (411):
-Claude Code and the Anthropic SDKs always send the length (the Claude Code gateway protocol allows
-the refusal), and a declared length lets a body over the limit be refused before it is read.
+On the paths of Anthropic's protocol (its module's ``LENGTH_REQUIRED``) a chunked body without a
+``Content-Length`` is refused (411): Claude Code and the Anthropic SDKs always send the length (the
+Claude Code gateway protocol allows the refusal), and a declared length lets a body over the limit
+be refused before it is read.
 
 An API body sent with ``Content-Encoding`` (gzip, deflate or zstd: Codex
 compresses its requests with zstd) is decoded here, within the same limit (a

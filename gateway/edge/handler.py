@@ -25,6 +25,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from accounts.db import DatabaseUnavailable
+from translation import registry
 
 from ..errors import GatewayError, MethodNotAllowed, NotFound, unavailable
 from .bodylimit import Refused, read_body, refuse
@@ -56,9 +57,10 @@ class ApiHandler:
             return await self.drain.unavailable(path, send)
         envelope = found.route.protocol if found is not None else routes.envelope(path)
         options = gw.options
+        length_required = envelope is not None and registry.get(envelope).LENGTH_REQUIRED
         try:
             body = await read_body(scope, receive, options.max_body_bytes, options.body_timeout,
-                                   decode=envelope is not None, length_required=envelope == "anthropic")
+                                   decode=envelope is not None, length_required=length_required)
         except Refused as refusal:
             return await refuse(send, receive, routes, path, refusal)
         if body is None:

@@ -31,6 +31,7 @@ import orjson
 
 from accounts.db import DatabaseUnavailable, hop
 from conversations import store
+from translation import registry
 from translation.ids import new_id
 from translation.responses import conversation as items
 
@@ -60,7 +61,6 @@ class Answered(Protocol):
 log = logging.getLogger(__name__)
 
 PARAM = "previous_response_id"
-RESPONSES = "responses"
 
 
 def unknown(response_id: str, param: str | None = None) -> UnknownResponse:
@@ -98,7 +98,8 @@ class Previous:
         """The upstream account that answered the previous response is the one asked now."""
 
         last = self.entries[-1]
-        return (last.upstream_protocol == RESPONSES and last.provider_id == provider_id
+        upstream = registry.PROTOCOLS.get(last.upstream_protocol)  # None: an entry that names no protocol
+        return (upstream is not None and upstream.KEEPS_STATE and last.provider_id == provider_id
                 and last.account_id == account_id and bool(last.upstream_response_id))
 
     def passthrough_body(self, body: dict[str, Any], provider_id: int, account_id: int) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 The providers cache a prompt per account, so the turns of one conversation should reach one
 account (``gateway.exchange.selection``). A conversation is named by the first signal its client
-sends of these, by the client's protocol (README "Session affinity" has the table):
+sends of these, by the client's protocol (its module's ``SESSION_SIGNALS``; README "Session
+affinity" has the table):
 
 - Anthropic Messages: Claude Code's ``X-Claude-Code-Session-Id`` header; ``metadata.user_id``
   (Claude Code's names the session too; another client's names its user, whose conversations then
@@ -13,7 +14,8 @@ sends of these, by the client's protocol (README "Session affinity" has the tabl
   ``safety_identifier``;
 - Chat Completions: ``prompt_cache_key``, ``user``, ``safety_identifier``;
 - otherwise, any protocol: a digest of the model and the stable prefix of the conversation (system
-  or instructions, the tools' names, the first message), which every turn resends unchanged.
+  or instructions, the tools' names, the first message), which every turn resends unchanged (the
+  module's ``conversation_start`` says what its body resends first).
 
 Never the client key alone: one key often serves many people. Every signal is hashed together
 with the client key's id and the signal's name (BLAKE2b, 16 bytes), so sessions of different keys
@@ -21,8 +23,8 @@ never meet and the id itself, of whatever length or content, is never kept; the 
 is stored or sent on.
 
 A request that asks the provider for a longer cache (Anthropic ``cache_control.ttl: "1h"``,
-OpenAI ``prompt_cache_retention: "24h"``) says so in :attr:`Session.cache_ttl`: its affinity lasts
-as long as that cache.
+OpenAI ``prompt_cache_retention: "24h"``) says so in :attr:`Session.cache_ttl` (the module's
+``cache_ttl``): its affinity lasts as long as that cache.
 """
 
 from __future__ import annotations
@@ -34,24 +36,16 @@ from typing import Any
 
 import orjson
 
-HOUR = 3600.0
-DAY = 86400.0
+from translation import registry
+from translation.protocol import ProtocolModule
 
-# The signals, by client protocol, in the order they are looked for: (name, where) — a header or a body field.
-SIGNALS: dict[str, tuple[tuple[str, str], ...]] = {
-    "anthropic": (("x-claude-code-session-id", "header"), ("metadata.user_id", "body")),
-    "responses": (("prompt_cache_key", "body"), ("session-id", "header"), ("thread-id", "header"),
-                  ("conversation", "body"), ("previous_response_id", "chain"), ("user", "body"),
-                  ("safety_identifier", "body")),
-    "openai_chat": (("prompt_cache_key", "body"), ("user", "body"), ("safety_identifier", "body")),
-}
 PREFIX = "prefix"  # the signal of a session named by its stable prefix
 
 
 @dataclass(frozen=True)
 class Session:
     digest: bytes  # 16 bytes
-    signal: str  # which signal named it (a SIGNALS name, or PREFIX)
+    signal: str  # which signal named it (a name of its protocol's SESSION_SIGNALS, or PREFIX)
     cache_ttl: float | None = None  # seconds the provider is asked to keep the cache, when longer than its default
 
     @property
@@ -64,8 +58,9 @@ def session_of(client: str, headers: Mapping[str, str], body: Mapping[str, Any],
     """The session of a request of the ``client`` protocol; ``chain_root``: the first response of the
     ``previous_response_id`` chain it continues. None only for a body with nothing stable to go by."""
 
-    ttl = _cache_ttl(client, body)
-    for name, where in SIGNALS.get(client, ()):
+    proto = registry.get(client)
+    ttl = proto.cache_ttl(body)
+    for name, where in proto.SESSION_SIGNALS:
         if where == "header":
             value: Any = headers.get(name)
         elif where == "chain":
@@ -75,7 +70,7 @@ def session_of(client: str, headers: Mapping[str, str], body: Mapping[str, Any],
         raw = _raw(value)
         if raw:
             return Session(_digest(key_id, name, raw), name, ttl)
-    prefix = _prefix(client, body)
+    prefix = _prefix(proto, body)
     if prefix is None:
         return None
     # The prefix is kilobytes (a system prompt, the first message): SHA-256, which CPUs compute in
@@ -109,24 +104,10 @@ def _raw(value: Any) -> bytes:
     return b""  # an object or a list is no session id
 
 
-def _prefix(client: str, body: Mapping[str, Any]) -> bytes | None:
+def _prefix(proto: ProtocolModule, body: Mapping[str, Any]) -> bytes | None:
     """The model and what every turn of a conversation resends first; None when there is no first message."""
 
-    if client == "responses":
-        system: Any = body.get("instructions")
-        items = body.get("input")
-        first = items if isinstance(items, str) else _first(items, skip_roles=("system", "developer"))
-        if isinstance(items, list):
-            system = [system, *(_plain(i) for i in items[:4] if isinstance(i, dict)
-                                and i.get("role") in ("system", "developer"))]
-    elif client == "anthropic":
-        system = _plain(body.get("system"))
-        first = _first(body.get("messages"), skip_roles=())
-    else:
-        messages = body.get("messages")
-        system = [_plain(m) for m in messages[:4] if isinstance(m, dict) and m.get("role") in ("system", "developer")] \
-            if isinstance(messages, list) else None
-        first = _first(messages, skip_roles=("system", "developer"))
+    system, first = proto.conversation_start(body)
     if first is None:
         return None
     tools = body.get("tools")
@@ -136,54 +117,3 @@ def _prefix(client: str, body: Mapping[str, Any]) -> bytes | None:
         return orjson.dumps([body.get("model"), system, names, first], option=orjson.OPT_SORT_KEYS)
     except (TypeError, orjson.JSONEncodeError):
         return None
-
-
-def _first(messages: Any, skip_roles: tuple[str, ...]) -> Any:
-    if not isinstance(messages, list):
-        return None
-    for message in messages:
-        if isinstance(message, dict) and message.get("role") not in skip_roles:
-            return _plain(message)
-    return None
-
-
-def _plain(part: Any) -> Any:
-    """``part`` without its cache breakpoints, which clients move from turn to turn (Claude Code marks
-    the newest message): the prefix is the same conversation whichever block carries the mark."""
-
-    if isinstance(part, list):
-        return [_plain(p) for p in part]
-    if isinstance(part, dict):
-        if "cache_control" in part or any(isinstance(v, list) for v in part.values()):
-            return {k: _plain(v) for k, v in part.items() if k != "cache_control"}
-        return part
-    return part
-
-
-def _cache_ttl(client: str, body: Mapping[str, Any]) -> float | None:
-    if client == "anthropic":
-        return HOUR if _asks_hour(body) else None
-    retention = body.get("prompt_cache_retention")
-    if retention == "24h":
-        return DAY
-    return None
-
-
-def _asks_hour(body: Mapping[str, Any]) -> bool:
-    """Any ``cache_control`` with ``ttl: "1h"`` on the system, the last tool or the last two messages
-    (where clients put their breakpoints; the whole conversation is not walked on every request)."""
-
-    messages = body.get("messages")
-    tools = body.get("tools")
-    places: list[Any] = [body.get("system"), tools[-1] if isinstance(tools, list) and tools else None,
-                         body.get("cache_control")]
-    if isinstance(messages, list):
-        places += [m.get("content") for m in messages[-2:] if isinstance(m, dict)]
-    for place in places:
-        blocks = place if isinstance(place, list) else [place]
-        for block in blocks:
-            if isinstance(block, dict):
-                mark = block.get("cache_control")
-                if isinstance(mark, dict) and mark.get("ttl") == "1h":
-                    return True
-    return False

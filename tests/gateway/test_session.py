@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from gateway.exchange.session import DAY, HOUR, PREFIX, session_of
+from gateway.exchange.session import PREFIX, session_of
 from tests.servers import ROOT
+from translation.session import DAY, HOUR
 
 CAPTURES = ROOT / "tests" / "fixtures" / "clients"
 

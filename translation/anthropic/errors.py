@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from .. import ir, sse
@@ -24,6 +25,14 @@ TYPE_BY_STATUS: dict[int, str] = {
 STATUS_BY_TYPE: dict[str, int] = {error_type: status for status, error_type in TYPE_BY_STATUS.items()}
 # An error type we do not know (inside a 200 stream) is the upstream's failure.
 DEFAULT_STREAM_STATUS = 502
+
+# The gateway's own refusals (by kind) that the Claude Code gateway protocol's "Errors" table answers
+# otherwise than the OpenAI envelopes' habits: (status, type), None where the refusal's own stands.
+ERROR_OVERRIDES: Mapping[str, tuple[int | None, str | None]] = {
+    "model_denied": (400, "invalid_request_error"),  # a model the caller may not use; 403 elsewhere
+    "no_accounts": (529, None),  # no usable account: "upstream at capacity", Claude Code backs off and retries
+    "spend_cap": (None, "billing_error"),  # a spent USD budget: Claude Code prints the message, does not retry
+}
 
 
 def type_for_status(status: int) -> str:
