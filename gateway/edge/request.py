@@ -17,12 +17,12 @@ RawHeaders = list[tuple[bytes, bytes]]
 
 
 class ApiRequest:
-    __slots__ = ("method", "path", "query", "raw_headers", "body", "transport", "client", "scheme", "_headers",
-                 "_params")
+    __slots__ = ("method", "path", "query", "raw_headers", "body", "transport", "client", "scheme", "parsed",
+                 "_headers", "_params")
 
     def __init__(self, method: str, path: str, query: str = "", raw_headers: RawHeaders | None = None,
                  body: bytes = b"", transport: str = "http", client: tuple[str, int] | None = None,
-                 scheme: str = "http") -> None:
+                 scheme: str = "http", parsed: dict[str, Any] | None = None) -> None:
         self.method = method
         self.path = path
         self.query = query  # the raw query string, without "?"
@@ -31,6 +31,9 @@ class ApiRequest:
         self.transport = transport  # "http", or "websocket" for a turn of a Responses socket
         self.client = client  # (host, port) of the peer, as the server saw it
         self.scheme = scheme  # "http" or "https" as the server saw it (a TLS proxy in front: see the settings)
+        # ``body`` already read as a JSON object by the transport that carried it (a websocket turn,
+        # assembled from its message): the view takes it as it is rather than reading the bytes again.
+        self.parsed = parsed
         self._headers: dict[str, str] | None = None
         self._params: dict[str, str] | None = None
 

@@ -83,6 +83,8 @@ def check_nesting(raw: bytes | str, body: Any) -> None:
 
 
 def parse_body(request: ApiRequest) -> Any:
+    if request.parsed is not None:
+        return request.parsed  # its transport read it, within the same limits
     raw = request.body
     if not raw.strip():
         raise InvalidRequest("The request body is empty; send a JSON object")

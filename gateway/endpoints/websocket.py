@@ -126,8 +126,9 @@ def _error_frame(status: int, body: bytes, headers: dict[str, str]) -> str:
     return sse.dumps(frame)
 
 
-def turn_request(scope: Mapping[str, Any], body: bytes) -> ApiRequest:
-    """The request of one turn: the handshake's headers (less the transport's beta) and ``body``."""
+def turn_request(scope: Mapping[str, Any], body: bytes, parsed: dict[str, Any] | None = None) -> ApiRequest:
+    """The request of one turn: the handshake's headers (less the transport's beta) and ``body``
+    (``parsed``: the same as the object it was written from, which the view then need not read again)."""
 
     headers = []
     handshake: list[tuple[bytes, bytes]] = scope.get("headers", [])
@@ -138,7 +139,7 @@ def turn_request(scope: Mapping[str, Any], body: bytes) -> ApiRequest:
                 continue
             value = b",".join(kept)
         headers.append((name, value))
-    return ApiRequest("POST", scope["path"], "", headers, body, "websocket", scope.get("client"))
+    return ApiRequest("POST", scope["path"], "", headers, body, "websocket", scope.get("client"), parsed=parsed)
 
 
 class ResponsesSocket(AsyncWebsocketConsumer):
@@ -235,7 +236,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
                 return
             # What its input weighs: the body less the rest of its fields (a few KB of tools and instructions).
             input_bytes = len(raw) - json_size({k: v for k, v in body.items() if k != "input"})
-            response = await self.view(self.gateway, turn_request(self.scope, raw))
+            response = await self.view(self.gateway, turn_request(self.scope, raw, body))
             await self._answer(response, body, input_bytes)
         except asyncio.CancelledError:
             raise

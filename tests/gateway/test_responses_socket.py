@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
+from gateway.edge.request import ApiRequest
+from gateway.endpoints.views import parse_body
 from gateway.endpoints.websocket import Chain, error_frame, turn_request
-from gateway.errors import UpstreamFailed
+from gateway.errors import InvalidRequest, UpstreamFailed
 
 
 def user(text: str) -> dict[str, Any]:
@@ -43,6 +47,16 @@ def test_the_turn_keeps_the_handshakes_headers_but_the_transports_beta() -> None
     assert request.header("authorization") == "Bearer gw-k"
     assert request.header("openai-beta").strip() == "assistants=v2"
     assert request.transport == "websocket" and request.body == b"{}"
+
+
+def test_the_view_takes_a_turns_body_as_the_socket_assembled_it_and_a_posts_body_from_its_bytes() -> None:
+    assembled = CHAIN.continued({"model": "m", "previous_response_id": "resp_last", "input": "second"})
+    request = turn_request(scope(), json.dumps(assembled).encode(), assembled)
+    assert parse_body(request) is assembled  # not read again from the bytes it was written to
+    posted = ApiRequest("POST", "/v1/responses", body=b'{"model": "m", "input": "hi"}')
+    assert parse_body(posted) == {"model": "m", "input": "hi"}
+    with pytest.raises(InvalidRequest):
+        parse_body(ApiRequest("POST", "/v1/responses", body=b"[1]"))
 
 
 def test_only_the_transports_beta_leaves_no_beta_header() -> None:
