@@ -228,6 +228,13 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
               max(v["streams"] - v["completed"] for v in held), 0, False)
         check("resident memory per stream in flight", max(v["rss_per_stream_kb"] or 0 for v in held),
               100, False, "KiB")
+        if h["streams"] >= 10_000:  # the lean path's target holds for this many at once
+            check(f"resident memory per stream in flight, {h['streams']:,} at once (lean path)",
+                  max(v["rss_per_stream_kb"] or 0 for v in held), 50, False, "KiB")
+    sv = g.get("servers", {})
+    if "gateway, uvicorn" in sv:
+        check("added latency p50 at c=1 over the upstream direct, gateway on uvicorn (lean path)",
+              sv["gateway, uvicorn"].get("added_p50_ms"), 0.25, False, "ms")
     d = results.get("dashboard", {})
     if "worst_ms" in d:
         check(f"slowest dashboard page, {d.get('rows', 0):,} request-log rows", d["worst_ms"],
