@@ -9,6 +9,7 @@ anywhere, and with a broken event put anywhere.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,8 +24,10 @@ LIGHT = ("anthropic", "openai_chat")
 
 @pytest.fixture(autouse=True)
 def fixed_ids(monkeypatch: pytest.MonkeyPatch) -> None:
-    # An ending the gateway makes names a new id; both runs must make the same one.
+    # An ending the gateway makes names a new id and the time; both runs must make the same ones.
     monkeypatch.setattr("translation.ids.new_id", lambda prefix="": prefix + "fixed")
+    for tap in ("translation.openai_chat.tap", "translation.responses.tap"):
+        monkeypatch.setattr(f"{tap}.time", SimpleNamespace(time=lambda: 1_800_000_000.0))
 
 
 def events_of(wire: bytes) -> list[SSEEvent]:
