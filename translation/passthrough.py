@@ -20,11 +20,14 @@ stream chunks labelled ``chat.completion`` are relabelled ``chat.completion.chun
 see ``openai_chat/tap.py``.)
 
 The tap is light on the events that are most of a stream: a content delta for the block the
-decoder has open (Messages' text and thinking deltas, Chat's plain text chunks) is checked as
-JSON and read into the one ``BlockDelta`` the decoder would have made of it, without the decoder
-(``Tap._light``); anything else, or anything unusual about such an event, goes to the decoder as
-before. What the client gets is the same either way; only the IR events' bookkeeping that no
-passed-through stream reads (citation offsets) is not advanced by the light events.
+decoder has open (Messages' text and thinking deltas, Chat's plain text chunks, Responses' text,
+refusal, reasoning and arguments deltas) is checked as JSON and read into the one ``BlockDelta``
+the decoder would have made of it, without the decoder's reading of the event (``Tap._light``;
+Responses hands the parsed delta to its decoder, which alone knows which block an output and
+content index name and keeps the text a ``.done`` event is checked against); anything else, or
+anything unusual about such an event, goes to the decoder as before. What the client gets is the
+same either way; only the IR events' bookkeeping that no passed-through stream reads (citation
+offsets, in Messages and Chat) is not advanced by the light events.
 """
 
 from __future__ import annotations
