@@ -128,20 +128,28 @@ class Tap(ABC):
         self._ended = False
 
     def feed(self, event: SSEEvent) -> tuple[list[ir.Event], bytes]:
-        events = self._light(event) if self.lane is not None else None
-        if events is None:
-            events = self.decoder.feed(event)
-            if self.LIGHT:
-                self._track(events)
+        if self.lane is not None:
+            events = self._light(event)
+            if events is not None:  # content deltas: nothing for _note, the stream is not broken
+                return events, self._forward_light(event)
+        events = self.decoder.feed(event)
+        if self.LIGHT:
+            self._track(events)
         if self.broken or not self._note(events):
             return events, b""
         return events, self._forward(event)
 
     def _light(self, event: SSEEvent) -> list[ir.Event] | None:
         """The decoder's events for a plain content delta of the open block (``self.lane``), made
-        without the decoder; None for any other event (the decoder reads it)."""
+        without the decoder: deltas (``BlockDelta``) only; None for any other event (the decoder
+        reads it)."""
 
         return None
+
+    def _forward_light(self, event: SSEEvent) -> bytes:
+        """``_forward`` for an event ``_light`` read: a tap may skip what it reads only of others."""
+
+        return self._forward(event)
 
     def _track(self, events: list[ir.Event]) -> None:
         """Follow the decoder's open block: a block starts and stops only where its events say so."""

@@ -166,7 +166,7 @@ class ResponsesStreamDecoder:
         if not text:
             return []
         block.pieces.append(text)
-        return [ir.BlockDelta(index=block.index, kind=kind, text=text)]
+        return [ir.BlockDelta(block.index, kind, text)]
 
     def finish(self) -> list[ir.Event]:
         if self._done:

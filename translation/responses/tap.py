@@ -51,6 +51,11 @@ class ResponsesTap(Tap):
             return None
         return self._decoder.delta(name, data)
 
+    def _forward_light(self, event: SSEEvent) -> bytes:
+        self._last = event.data
+        self._output.delta(event.data)
+        return sse.frame(event)
+
     def _forward(self, event: SSEEvent) -> bytes:
         self._last = event.data
         name = event_type(event)
