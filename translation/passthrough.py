@@ -20,11 +20,14 @@ stream chunks labelled ``chat.completion`` are relabelled ``chat.completion.chun
 see ``openai_chat/tap.py``.)
 
 The tap is light on the events that are most of a stream: a content delta for the block the
-decoder has open (Messages' text and thinking deltas, Chat's plain text chunks) is checked as
-JSON and read into the one ``BlockDelta`` the decoder would have made of it, without the decoder
-(``Tap._light``); anything else, or anything unusual about such an event, goes to the decoder as
-before. What the client gets is the same either way; only the IR events' bookkeeping that no
-passed-through stream reads (citation offsets) is not advanced by the light events.
+decoder has open (Messages' text and thinking deltas, Chat's plain text chunks, Responses' text,
+refusal, reasoning and arguments deltas) is checked as JSON and read into the one ``BlockDelta``
+the decoder would have made of it, without the decoder's reading of the event (``Tap._light``;
+Responses hands the parsed delta to its decoder, which alone knows which block an output and
+content index name and keeps the text a ``.done`` event is checked against); anything else, or
+anything unusual about such an event, goes to the decoder as before. What the client gets is the
+same either way; only the IR events' bookkeeping that no passed-through stream reads (citation
+offsets, in Messages and Chat) is not advanced by the light events.
 """
 
 from __future__ import annotations
@@ -125,20 +128,28 @@ class Tap(ABC):
         self._ended = False
 
     def feed(self, event: SSEEvent) -> tuple[list[ir.Event], bytes]:
-        events = self._light(event) if self.lane is not None else None
-        if events is None:
-            events = self.decoder.feed(event)
-            if self.LIGHT:
-                self._track(events)
+        if self.lane is not None:
+            events = self._light(event)
+            if events is not None:  # content deltas: nothing for _note, the stream is not broken
+                return events, self._forward_light(event)
+        events = self.decoder.feed(event)
+        if self.LIGHT:
+            self._track(events)
         if self.broken or not self._note(events):
             return events, b""
         return events, self._forward(event)
 
     def _light(self, event: SSEEvent) -> list[ir.Event] | None:
         """The decoder's events for a plain content delta of the open block (``self.lane``), made
-        without the decoder; None for any other event (the decoder reads it)."""
+        without the decoder: deltas (``BlockDelta``) only; None for any other event (the decoder
+        reads it)."""
 
         return None
+
+    def _forward_light(self, event: SSEEvent) -> bytes:
+        """``_forward`` for an event ``_light`` read: a tap may skip what it reads only of others."""
+
+        return self._forward(event)
 
     def _track(self, events: list[ir.Event]) -> None:
         """Follow the decoder's open block: a block starts and stops only where its events say so."""

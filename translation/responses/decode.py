@@ -125,6 +125,49 @@ class ResponsesStreamDecoder:
             return self._fail(out, f"malformed upstream event: {exc}")
         return out
 
+    def delta(self, etype: str, data: dict[str, Any]) -> list[ir.Event] | None:
+        """What ``feed`` makes of a plain content delta for the open block, from its parsed data
+        (``etype`` being its ``type``), with the same state kept (the text delivered, which a
+        ``.done`` event is checked against); None, having changed nothing, for anything else: a
+        delta that opens a block or belongs to a closed one, logprobs, a reasoning delta for a new
+        part, a field ``feed`` would find malformed (the caller feeds those)."""
+
+        block = self._open
+        index = data.get("output_index")
+        if block is None or type(index) is not int:
+            return None
+        item = self._items.get(index)
+        if item is None:
+            return None
+        kind: ir.DeltaKind
+        match etype:
+            case "response.output_text.delta" | "response.refusal.delta":
+                part = data.get("content_index", 0)
+                if item.kind != "message" or type(part) is not int or item.parts.get(part) is not block \
+                        or data.get("logprobs"):
+                    return None
+                kind = block.text_kind
+            case "response.reasoning_summary_text.delta" | "response.reasoning_text.delta":
+                key = ("summary", data.get("summary_index", 0)) if etype == "response.reasoning_summary_text.delta" \
+                    else ("content", data.get("content_index", 0))
+                if item.kind != "reasoning" or item.parts[0] is not block or type(key[1]) is not int \
+                        or key != item.last_key:
+                    return None
+                kind = "reasoning"
+            case "response.function_call_arguments.delta":
+                if item.kind != "function_call" or item.parts[0] is not block:
+                    return None
+                kind = "arguments"
+            case _:
+                return None
+        text = data.get("delta")
+        if type(text) is not str:
+            return None
+        if not text:
+            return []
+        block.pieces.append(text)
+        return [ir.BlockDelta(block.index, kind, text)]
+
     def finish(self) -> list[ir.Event]:
         if self._done:
             return []

@@ -33,6 +33,12 @@ class PartialOutput:
         elif self._open is not None:
             self._pending.append(data)
 
+    def delta(self, data: str) -> None:
+        """``item_event`` for a content delta: its text kept, unread, while an item is open."""
+
+        if self._open is not None:
+            self._pending.append(data)
+
     def output(self) -> list[dict[str, Any]]:
         items = dict(self._items)
         if self._open is not None and self._open in items:

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from .. import ids, ir, sse
-from ..passthrough import ModelRewrite, Tap, event_type, object_of
+from ..passthrough import ModelRewrite, Tap, event_type, json_object, object_of
 from ..sse import SSEEvent
 from .decode import ResponsesStreamDecoder
 from .errors import response_error
@@ -22,16 +22,39 @@ _LIFECYCLE = frozenset({"response.created", "response.in_progress", "response.qu
                         "response.incomplete", "response.failed"})
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 _ANSWERED = frozenset({"response.completed", "response.incomplete"})
+# The deltas read light (``Tap._light``): nearly all of a stream's events. The decoder says whether
+# one is plain, for the block it has open (``ResponsesStreamDecoder.delta``).
+_DELTAS = frozenset({"response.output_text.delta", "response.refusal.delta", "response.reasoning_text.delta",
+                     "response.reasoning_summary_text.delta", "response.function_call_arguments.delta"})
 
 
 class ResponsesTap(Tap):
+    LIGHT = True
+
     def __init__(self, rewrite: ModelRewrite | None, client_model: str) -> None:
-        super().__init__(ResponsesStreamDecoder(), rewrite)
+        self._decoder = ResponsesStreamDecoder()
+        super().__init__(self._decoder, rewrite)
         self._client_model = client_model
         self._response: dict[str, Any] | None = None
         self._last: str | None = None
         self._terminal = False
         self._output = PartialOutput()
+
+    def _light(self, event: SSEEvent) -> list[ir.Event] | None:
+        """A delta by its name, then its data parsed once and handed to the decoder as an object."""
+
+        name = event_type(event)
+        if name not in _DELTAS:
+            return None
+        data = json_object(event.data)
+        if data is None or data.get("type") != name:
+            return None
+        return self._decoder.delta(name, data)
+
+    def _forward_light(self, event: SSEEvent) -> bytes:
+        self._last = event.data
+        self._output.delta(event.data)
+        return sse.frame(event)
 
     def _forward(self, event: SSEEvent) -> bytes:
         self._last = event.data
