@@ -103,6 +103,10 @@ class ResponsesStreamDecoder:
         self._items: dict[int, _Item] = {}
         self._has_calls = False
         self._refused = False
+        # The event fed last and its data as read: the passthrough tap reads a lifecycle event's
+        # response object from it rather than parsing the event again (a completed response is the
+        # whole answer). The decoder keeps no reference to it once the event is read.
+        self.last_read: tuple[SSEEvent, dict[str, Any]] | None = None
 
     # ------------------------------------------------------------ entry points
 
@@ -116,6 +120,7 @@ class ResponsesStreamDecoder:
             return self._fail(out, "upstream sent an event that is not valid JSON")
         if not isinstance(data, dict):
             return self._fail(out, "upstream sent an event that is not a JSON object")
+        self.last_read = (event, data)
         etype = data.get("type") if isinstance(data.get("type"), str) else event.event
         if not self._started:
             out.append(self._message_start(etype, data))

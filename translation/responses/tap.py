@@ -63,7 +63,8 @@ class ResponsesTap(Tap):
             self._output.item_event(name or "", event.data)
             return sse.frame(event)
         self._terminal = self._terminal or name in _TERMINAL
-        obj = object_of(event.data)
+        read = self._decoder.last_read
+        obj = read[1] if read is not None and read[0] is event else object_of(event.data)
         response = obj.get("response")
         if not isinstance(response, dict):
             return sse.frame(event)
