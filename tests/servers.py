@@ -2,7 +2,7 @@
 
 The gateway runs on ``python -m gateway.serve`` (uvicorn), or on Daphne's own command line
 (``daphne gateway.asgi:application``) when ``GATEWAY_TEST_SERVER=daphne``: ``.ci/run`` runs the
-end-to-end tests a second time that way.
+end-to-end tests on PostgreSQL + Redis that way.
 
 A gateway caches its configuration and (on SQLite) its account pool for a few seconds and
 re-reads them in the background (``GATEWAY_CONFIG_TTL``, ``GATEWAY_POOL_TTL``). The tests'
