@@ -105,7 +105,7 @@ class ResponsesStreamDecoder:
         self._refused = False
         # The event fed last and its data as read: the passthrough tap reads a lifecycle event's
         # response object from it rather than parsing the event again (a completed response is the
-        # whole answer). The decoder keeps no reference to it once the event is read.
+        # whole answer). Held only until the next event; the decoder itself reads nothing of it later.
         self.last_read: tuple[SSEEvent, dict[str, Any]] | None = None
 
     # ------------------------------------------------------------ entry points
