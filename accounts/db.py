@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import logging
+import sqlite3
 from collections.abc import Awaitable, Callable, Iterator
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
-from asgiref.sync import sync_to_async
 from django.db import InterfaceError, OperationalError, connections
 
 P = ParamSpec("P")
@@ -72,9 +74,56 @@ async def hop(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
 
     Not thread-sensitive: hops run concurrently, each on the connection of its own thread.
     A database that cannot be reached raises :class:`DatabaseUnavailable`.
+
+    The loop's executor, in a copy of the caller's context: what asgiref's
+    ``sync_to_async(thread_sensitive=False)`` does, less its bookkeeping for threads that call
+    back into the loop (which no hop does), 40 µs of CPU a hop on the serving path.
     """
 
-    return await sync_to_async(_checked(fn), thread_sensitive=False)(*args, **kwargs)
+    call = functools.partial(contextvars.copy_context().run, _checked(fn), *args, **kwargs)
+    return await asyncio.get_running_loop().run_in_executor(None, call)
+
+
+class LoopSqlite:
+    """Reads of a SQLite file database on the caller's own thread (the event loop's), no hop.
+
+    A hop costs a thread's wake-up and two hand-overs of the GIL (about 120 µs of CPU here); a
+    short indexed read on SQLite costs 5 to 20 µs. In WAL mode (``gateway.settings``) a reader
+    never waits for a writer, and the timeout of 0 makes a read that would wait anyway (a WAL
+    recovery) fail at once instead of blocking the loop: ``rows`` then answers None, and the
+    caller hops. Only for short reads by key: anything that scans belongs on a worker thread.
+    """
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._conn: sqlite3.Connection | None = None
+
+    @classmethod
+    def of(cls, vendor: str, name: str) -> LoopSqlite | None:
+        """The reader of the deployment's database; None unless it is a SQLite file (an in-memory
+        database is one connection's own)."""
+
+        if vendor != "sqlite" or not name or name == ":memory:" or "mode=memory" in name or name.startswith(
+                "file::memory:"):
+            return None
+        return cls(name)
+
+    def rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]] | None:
+        """The rows of ``sql`` (``%s`` placeholders, as Django's cursors take); None: not read now."""
+
+        try:
+            if self._conn is None:
+                self._conn = sqlite3.connect(self._path, timeout=0, isolation_level=None, check_same_thread=False)
+            return self._conn.execute(sql.replace("%s", "?"), params).fetchall()
+        except sqlite3.Error as exc:
+            logging.getLogger(__name__).debug("read on the loop skipped: %s", exc)
+            self.close()
+            return None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
 
 async def rounds(run_once: Callable[[], Awaitable[object]], tick: float, what: str) -> None:

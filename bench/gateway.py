@@ -49,7 +49,7 @@ PG_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 PG_BENCH_DB = "bench_gateway"
 SECTIONS = ["latency", "throughput", "streams", "paced", "hold", "multiproc", "servers", "passthrough", "spool",
             "conversation"]
-EXTRA_SECTIONS = ["profile", "profile_stream", "profile_passthrough", "profile_stored"]
+EXTRA_SECTIONS = ["profile", "profile_stream", "profile_passthrough", "profile_stored", "profile_unstored"]
 
 
 @dataclass(frozen=True)
@@ -436,6 +436,16 @@ def profile_stored(stack: Stack, plan: Plan) -> dict[str, Any]:
     return profiler.profile_under_load(stack, tgt, plan.profile_seconds, "stored")
 
 
+def profile_unstored(stack: Stack, plan: Plan) -> dict[str, Any]:
+    """profile_stored's twin with ``store: false``: what storing adds is the difference of the two."""
+
+    port = stack.gateway.port
+    assert port
+    route = Route("responses", "responses")
+    tgt = _unstored(gateway_target(route, port, TEXT_MODEL, False), port, route, TEXT_MODEL, False, False)
+    return profiler.profile_under_load(stack, tgt, plan.profile_seconds, "unstored")
+
+
 def servers(stack: Stack, plan: Plan) -> dict[str, Any]:
     """Our server (uvicorn, ``gateway.serve``) against Daphne, bare relay and gateway, chat→chat: c=1 and c=16.
 
@@ -694,7 +704,7 @@ def conversation(stack: Stack, plan: Plan) -> dict[str, Any]:
 
 MEASURES = {"conversation": conversation, "spool": spool, "latency": latency, "throughput": throughput, "streams": streams, "paced": paced, "hold": hold,
             "multiproc": multiproc, "profile": profile, "profile_stream": profile_stream, "profile_passthrough": profile_passthrough,
-            "profile_stored": profile_stored, "servers": servers,
+            "profile_stored": profile_stored, "profile_unstored": profile_unstored, "servers": servers,
             "passthrough": passthrough}
 
 

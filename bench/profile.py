@@ -44,8 +44,8 @@ def short_frame(frame: str) -> str:
 
     frame = _LINE.sub(")", frame)
     for marker in ("site-packages/", str(ROOT) + "/", "/lib/python3"):
-        if marker in frame:
-            head, _, tail = frame.partition("(")
+        head, _, tail = frame.partition("(")
+        if marker in tail:  # (py-spy names a module being imported by its path, in the head)
             path = tail.split(marker, 1)[1]
             if marker == "/lib/python3":
                 path = "stdlib:" + path.split("/", 1)[1]

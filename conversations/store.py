@@ -7,13 +7,17 @@ client key that created the response; another key's id reads as unknown.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 from django.db import connection, transaction
 from django.utils import timezone
+
+from atrest import seal
 
 from .models import StoredResponse
 
@@ -61,13 +65,6 @@ def _entry(row: StoredResponse) -> Entry:
                  account_id=row.account_id, upstream_response_id=row.upstream_response_id)
 
 
-def _values(entry: Entry) -> dict[str, Any]:
-    return dict(client_key_id=entry.client_key_id, previous_response_id=entry.previous_response_id,
-                model=entry.model[:200], upstream_protocol=entry.upstream_protocol, provider_id=entry.provider_id,
-                account_id=entry.account_id, upstream_response_id=entry.upstream_response_id[:200],
-                input_items=_dumps(entry.input_items), response=_dumps(entry.response), created_at=timezone.now())
-
-
 def save(entry: Entry) -> None:
     save_many([entry])
 
@@ -77,6 +74,16 @@ _COLUMNS = ("response_id", "client_key_id", "previous_response_id", "model", "up
             "account_id", "upstream_response_id", "input_items", "response", "created_at")
 
 
+def _row(response_id: str, entry: Entry, adapt_time: Callable[[Any], Any]) -> tuple[Any, ...]:
+    """An answer's values in ``_COLUMNS``' order, as the database takes them: the two columns of
+    content sealed (``atrest``: a raw statement seals what it writes), the time in the backend's
+    own form, the rest (text and integers) as they are."""
+
+    return (response_id, entry.client_key_id, entry.previous_response_id, entry.model[:200],
+            entry.upstream_protocol, entry.provider_id, entry.account_id, entry.upstream_response_id[:200],
+            seal(_dumps(entry.input_items)), seal(_dumps(entry.response)), adapt_time(timezone.now()))
+
+
 def save_many(entries: list[Entry]) -> None:
     """Store these answers in one transaction (one commit for a group: gateway.exchange.conversation's store).
 
@@ -84,23 +91,20 @@ def save_many(entries: list[Entry]) -> None:
     upstream repeats one the key holds (``taken``), so the same (key, id) again arrives only from two
     processes racing with the same repeated id: the newer answer then replaces the row.
 
-    One ``INSERT … ON CONFLICT … DO UPDATE`` (SQLite and PostgreSQL both take it) with the fields'
-    own conversion (the encryption of the content): the ORM's ``bulk_create`` spent 40 % more CPU
-    per answer on building its statement (157 against 96 µs a row in groups of four), and this runs
-    in the serving process, beside its requests."""
+    One ``INSERT … ON CONFLICT … DO UPDATE`` (SQLite and PostgreSQL both take it), its values made
+    here: the ORM's ``bulk_create`` spent 40 % more CPU per answer on building its statement, and
+    the fields' own ``get_db_prep_save`` a quarter of what was left (80 → 60 µs a row in groups of
+    four on SQLite). This runs in the serving process, beside its requests."""
 
     latest = {(e.client_key_id, e.response_id): e for e in entries}  # within one group too, the last one wins
-    concrete = {f.name: f for f in StoredResponse._meta.concrete_fields}
-    fields = [concrete[name] for name in _COLUMNS]
-    rows: list[list[Any]] = []
-    for (_, response_id), entry in latest.items():
-        values = {"response_id": response_id, **_values(entry)}
-        rows.append([f.get_db_prep_save(values[f.name], connection) for f in fields])
+    adapt_time = connection.ops.adapt_datetimefield_value
+    rows = [_row(response_id, entry, adapt_time) for (_, response_id), entry in latest.items()]
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.executemany(_upsert(), rows)
+        cursor.executemany(_upsert(connection.vendor), rows)
 
 
-def _upsert() -> str:
+@functools.cache
+def _upsert(vendor: str) -> str:
     quote = connection.ops.quote_name
     columns = ", ".join(quote(c) for c in _COLUMNS)
     replaced = ", ".join(f"{quote(c)} = EXCLUDED.{quote(c)}" for c in _COLUMNS
@@ -110,18 +114,30 @@ def _upsert() -> str:
             f"DO UPDATE SET {replaced}")
 
 
+def taken_query(response_id: str, client_key_id: int | None) -> tuple[str, tuple[Any, ...]]:
+    """The read of whether this key holds an answer of that id already (a row, or none).
+
+    Asked on every stored passthrough answer before the client sees its id, so it is one indexed
+    read in plain SQL: the ORM's ``filter().exists()`` cost ten times as much (217 against 19 µs
+    on SQLite; 15 % of a stored exchange's CPU in ``make bench``'s profile_stored). The id is
+    always a parameter, never part of the statement."""
+
+    if client_key_id is None:
+        return _TAKEN_KEYLESS, (response_id,)
+    return _TAKEN, (response_id, client_key_id)
+
+
+# Written once, for any thread: Django's ``connection`` looked up on the event loop's thread cost
+# as much as the read itself. Both databases take the standard quoting.
+_TAKEN = f'SELECT 1 FROM "{StoredResponse._meta.db_table}" WHERE response_id = %s AND client_key_id = %s LIMIT 1'
+_TAKEN_KEYLESS = f'SELECT 1 FROM "{StoredResponse._meta.db_table}" WHERE response_id = %s AND client_key_id IS NULL LIMIT 1'
+
+
 def taken(response_id: str, client_key_id: int | None) -> bool:
-    """Whether this key holds an answer of that id already.
+    """``taken_query`` on this thread's connection."""
 
-    Asked on every stored passthrough answer before the client sees its id: one indexed read in
-    plain SQL, which costs a tenth of the ORM's ``filter().exists()`` (19 µs against 217 µs on
-    SQLite; the ORM's was 15 % of a stored exchange's CPU in ``make bench``'s profile_stored)."""
-
-    table = connection.ops.quote_name(StoredResponse._meta.db_table)
-    key = "IS NULL" if client_key_id is None else "= %s"
-    params: list[Any] = [response_id] if client_key_id is None else [response_id, client_key_id]
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT 1 FROM {table} WHERE response_id = %s AND client_key_id {key} LIMIT 1", params)
+        cursor.execute(*taken_query(response_id, client_key_id))
         return cursor.fetchone() is not None
 
 

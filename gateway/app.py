@@ -25,7 +25,7 @@ from django.utils.module_loading import import_string
 
 from accounts import pool as pool_state
 from accounts.configversion import config_changed
-from accounts.db import hop
+from accounts.db import LoopSqlite, hop
 from accounts.models import Account, Provider
 from accounts.testnow import test_requested
 from alerts import delivery as alert_delivery
@@ -95,7 +95,9 @@ class Gateway:
         # Read at each scrape, on a worker thread.
         self.metrics_collectors = (AccountsCollector(), HeadroomCollector())
         # stored Responses answers: written behind, read through a cache of the recent ones
-        self.conversations = conversation.Conversations(options.responses_cache_bytes, wait=options.responses_wait)
+        self.conversations = conversation.Conversations(
+            options.responses_cache_bytes, wait=options.responses_wait,
+            loop_db=LoopSqlite.of(options.database_vendor, options.database_name))
         self.log = log_writer or LogWriter(options.log_batch_seconds, sinks,
                                            options.log_body_limit if options.log_bodies else None, spool,
                                            known_secrets=self.config.known_secrets,

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from accounts import configversion
-from accounts.db import hop
+from accounts.db import LoopSqlite, hop
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +46,8 @@ class Watch(Protocol):
 class SqliteVersion:
     """The version row read on every call, on a connection of the caller's (the event loop's) thread."""
 
-    def __init__(self, path: str) -> None:
-        self._path = path
-        self._conn: sqlite3.Connection | None = None
+    def __init__(self, db: LoopSqlite) -> None:
+        self._db = db
 
     async def latest(self) -> tuple[int, float] | None:
         at = time.monotonic()
@@ -57,24 +55,16 @@ class SqliteVersion:
         return None if version is None else (version, at)
 
     def read(self) -> int | None:
-        try:
-            if self._conn is None:
-                # timeout 0: a read that would wait (a WAL recovery) is skipped, never blocks the loop
-                self._conn = sqlite3.connect(self._path, timeout=0, isolation_level=None, check_same_thread=False)
-            row = self._conn.execute(f"SELECT version FROM {configversion.TABLE} WHERE id = 1").fetchone()
-        except sqlite3.Error as exc:
-            log.debug("configuration version not read: %s", exc)
-            self.close()
+        rows = self._db.rows(f"SELECT version FROM {configversion.TABLE} WHERE id = 1")
+        if rows is None:
             return None
-        return int(row[0]) if row else 0
+        return int(rows[0][0]) if rows else 0
 
     async def listen(self, changed: Callable[[], None]) -> None:
         return None
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        self._db.close()
 
 
 class PgVersion:
@@ -157,6 +147,5 @@ def for_database(vendor: str, name: str, interval: float) -> Watch | None:
 
     if vendor == "postgresql":
         return PgVersion(interval)
-    if not name or name == ":memory:" or name.startswith("file::memory:"):
-        return None
-    return SqliteVersion(name)
+    db = LoopSqlite.of(vendor, name)
+    return None if db is None else SqliteVersion(db)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from accounts.db import DatabaseUnavailable, hop
+from accounts.db import DatabaseUnavailable, LoopSqlite, hop
 from conversations import store
 from translation import registry
 from translation.ids import new_id
@@ -61,6 +61,11 @@ class Answered(Protocol):
 log = logging.getLogger(__name__)
 
 PARAM = "previous_response_id"
+# A commit waits this long for the answers that follow the first (seconds): each commit is a hop
+# to a worker thread (a wake-up and two hand-overs of the GIL) and a transaction, so one per
+# answer at a few hundred answers a second cost more than the rows. This process reads its own
+# answers from the cache meanwhile; another process polls (``wait``), so nobody waits for it.
+GATHER = 0.01
 
 
 def unknown(response_id: str, param: str | None = None) -> UnknownResponse:
@@ -158,8 +163,11 @@ class Conversations:
     small part of the parsed objects' memory) among the most recent ``capacity_bytes``; agents resend
     whole conversations, so a bound in answers would be no bound in memory."""
 
-    def __init__(self, capacity_bytes: int = 8 * 1024 * 1024, wait: float = 2.0, poll: float = 0.05) -> None:
+    def __init__(self, capacity_bytes: int = 8 * 1024 * 1024, wait: float = 2.0, poll: float = 0.05,
+                 loop_db: LoopSqlite | None = None, gather: float = GATHER) -> None:
         self.capacity_bytes = capacity_bytes
+        self.gather = gather
+        self.loop_db = loop_db  # a SQLite file: ``taken`` reads it on the loop, without a hop
         self.wait = wait
         self.poll = poll
         self._pending: dict[tuple[int | None, str], store.Entry] = {}
@@ -179,6 +187,7 @@ class Conversations:
             self._committing = asyncio.get_running_loop().create_task(self._commit())
 
     async def _commit(self) -> None:
+        await asyncio.sleep(self.gather)
         while self._queued:
             group, self._queued = self._queued, []
             try:
@@ -232,7 +241,10 @@ class Conversations:
     async def taken(self, response_id: str, key_id: int | None) -> bool:
         """Whether ``key_id`` holds an answer of that id already (here or in the database)."""
 
-        return self._cached(response_id, key_id) is not None or await hop(store.taken, response_id, key_id)
+        if self._cached(response_id, key_id) is not None:
+            return True
+        rows = self.loop_db.rows(*store.taken_query(response_id, key_id)) if self.loop_db is not None else None
+        return bool(rows) if rows is not None else await hop(store.taken, response_id, key_id)
 
     async def find(self, response_id: str, key_id: int | None) -> store.Entry | None:
         entry = self._cached(response_id, key_id)

@@ -208,3 +208,42 @@ def test_an_id_is_taken_only_for_the_key_that_holds_it_keyless_answers_included(
     assert not store.taken("resp_nokey", 1)
     assert not store.taken("resp_other", None)
     assert not store.taken("resp_nokey'; --", None)  # the id is a parameter, never SQL
+
+
+def test_on_sqlite_taken_is_read_on_the_loop_and_agrees_with_the_database(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SQLite file is read on the event loop's own connection (no hop): what another process
+    committed is seen at once, keys stay apart, and a read that cannot be made now (the file gone,
+    a lock) falls back to the worker thread's read instead of answering wrongly."""
+
+    from django.db import connection
+
+    from accounts.db import LoopSqlite
+
+    loop_db = LoopSqlite.of(connection.vendor, str(connection.settings_dict["NAME"]))
+    if loop_db is None:
+        pytest.skip("not a SQLite file database")
+    store.save_many([store.Entry(response_id="resp_elsewhere", client_key_id=7, response={"id": "resp_elsewhere"})])
+    hops: list[str] = []
+
+    async def go() -> None:
+        stored = Conversations(loop_db=loop_db)
+        assert await stored.taken("resp_elsewhere", 7)  # committed by "another process": not in this cache
+        assert not await stored.taken("resp_elsewhere", 8)
+        assert not await stored.taken("resp_elsewhere", None)
+        assert hops == []  # all three read on the loop
+        loop_db._path = "/nonexistent/dir/db.sqlite3"  # cannot be opened: the hop answers
+        loop_db.close()
+        assert await stored.taken("resp_elsewhere", 7)
+        assert hops == ["resp_elsewhere"]
+
+    real = store.taken
+
+    def counted(response_id: str, key_id: int | None) -> bool:
+        hops.append(response_id)
+        return real(response_id, key_id)
+
+    monkeypatch.setattr(store, "taken", counted)
+    try:
+        asyncio.run(go())
+    finally:
+        loop_db.close()
