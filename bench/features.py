@@ -180,6 +180,7 @@ def config_check_us(rounds: int) -> dict[str, float]:
     import sqlite3
 
     from accounts import configversion
+    from accounts.db import LoopSqlite
     from gateway.configwatch import SqliteVersion
     from gateway.state import Snapshot, SnapshotCache
 
@@ -201,7 +202,7 @@ def config_check_us(rounds: int) -> dict[str, float]:
 
         async def both() -> tuple[float, float]:
             plain = await per_get(SnapshotCache(3600.0, load=lambda: snap))
-            watched = await per_get(SnapshotCache(3600.0, load=lambda: snap, watch=SqliteVersion(path)))
+            watched = await per_get(SnapshotCache(3600.0, load=lambda: snap, watch=SqliteVersion(LoopSqlite(path))))
             return plain, watched
 
         plain, watched = asyncio.run(both())

@@ -534,7 +534,8 @@ def _passthrough_cases(stack: Stack, relay_port: int, model: str, stream: bool) 
                     "relay": _unstored(named["relay"], relay_port, r, model, stream, True),
                     "translated": _unstored(named["translated"], port, translated, model, stream, False)}
         cases.append((r.name, unstored))
-        cases.append((f"{r.name} stored", {**named, "relay": unstored["relay"]}))
+        # the unstored run beside it as well, for what storing costs measured in the same slices
+        cases.append((f"{r.name} stored", {**named, "relay": unstored["relay"], "unstored": unstored["gateway"]}))
     return cases
 
 
@@ -543,6 +544,17 @@ def _median_share(runs: list[dict[str, Any]], relay: list[dict[str, Any]]) -> fl
 
     shares = [s for s in (_ratio(g["rps"], b["rps"]) for g, b in zip(runs, relay, strict=True)) if s is not None]
     return round(statistics.median(shares), 3) if shares else None
+
+
+def _median_cost(runs: list[dict[str, Any]], other: list[dict[str, Any]]) -> float | None:
+    """The median of the slices' CPU per request of ``runs`` over ``other``'s in the slice beside it."""
+
+    def per_request(p: dict[str, Any]) -> float | None:
+        return p["cpu_s"]["gateway"] / p["watched_requests"] if p["watched_requests"] else None
+
+    costs = [c for c in (_ratio(per_request(a), per_request(b)) for a, b in zip(runs, other, strict=True))
+             if c is not None]
+    return round(statistics.median(costs), 3) if costs else None
 
 
 def passthrough(stack: Stack, plan: Plan) -> dict[str, Any]:
@@ -587,10 +599,13 @@ def passthrough(stack: Stack, plan: Plan) -> dict[str, Any]:
                         "relay_cpu_ms_per_request": runs["relay"]["server_cpu_ms_per_request"],
                         "translated_cpu_ms_per_request": runs["translated"]["server_cpu_ms_per_request"]}
                     v = out["routes"][row]
+                    if "unstored" in parts:
+                        v["cpu_of_unstored"] = _median_cost(parts["gateway"], parts["unstored"])
                     print(f"   {row:<34} gateway {v['gateway_rps']:>7,.0f}/s  relay {v['relay_rps']:>7,.0f}/s  "
                           f"share {v['of_bare_relay']}  translated {v['translated_rps']:,.0f}/s "
                           f"({v['translated_of_bare_relay']})  cpu ms/req {v['gateway_cpu_ms_per_request']} "
-                          f"vs relay {v['relay_cpu_ms_per_request']}")
+                          f"vs relay {v['relay_cpu_ms_per_request']}"
+                          + (f"  ×{v['cpu_of_unstored']} of unstored" if "cpu_of_unstored" in v else ""))
         return out
     finally:
         stack.procs.stop(relay)

@@ -218,6 +218,10 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         stored = [v["of_bare_relay"] for k, v in rows.items() if "stored" in k]
         if stored:
             check(f"stored Responses {what}, share of the bare relay (worst)", _worst(stored, True), 0.8, True)
+        costs = [v["cpu_of_unstored"] for k, v in rows.items() if v.get("cpu_of_unstored") is not None]
+        if costs:
+            check(f"stored Responses {what}, CPU per request over store: false's (worst)",
+                  _worst(costs, False), 1.25, False, "×")
         translated = [v.get("translated_of_bare_relay") for k, v in rows.items() if "stored" not in k]
         if [t for t in translated if t is not None]:
             check(f"translated {what}, share of the bare relay (worst route)", _worst(translated, True), 0.6, True)
