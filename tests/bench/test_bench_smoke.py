@@ -141,6 +141,24 @@ def test_profile_summary_counts_self_time_at_the_leaf() -> None:
     assert {row["frame"]: row["samples"] for row in summary["self_by_package"]} == {"gateway": 30, "orjson": 10}
 
 
+def test_profile_summary_shares_the_request_logs_work_between_its_thread_and_the_request_path() -> None:
+    collapsed = (f"run (threading.py:1);LogWriter._run ({ROOT}/gateway/log/writer.py:140);_write (w.py:1) 6\n"
+                 f"main (s.py:1);finish ({ROOT}/gateway/exchange/finish.py:9);"
+                 f"LogWriter.submit ({ROOT}/gateway/log/writer.py:107) 2\n"
+                 f"main (s.py:1);view ({ROOT}/gateway/views.py:9) 92\n")
+    shares = profile.summarise(collapsed)["request_log_pct"]
+    assert shares == {"request-log writer thread": 6.0, "request-log submit, on the request path": 2.0}
+
+
+def test_stored_responses_cost_is_judged_against_store_false_at_its_worst() -> None:
+    rows = report.targets({"gateway": {"passthrough": {"routes": {
+        "responses→responses stored json": {"of_bare_relay": 0.5, "cpu_of_unstored": 1.1},
+        "responses→responses stored json c=64": {"of_bare_relay": 0.4, "cpu_of_unstored": 1.3},
+        "responses→responses json": {"of_bare_relay": 0.6}}}}})
+    cost = next(r for r in rows if "over store: false" in r["target"])
+    assert (cost["value"], cost["limit"], cost["met"]) == (1.3, 1.25, False)
+
+
 def test_targets_report_unmet_and_met() -> None:
     rows = report.targets({"gateway": {"multiproc": {"ratio": 1.2}}})
     assert rows == [{"target": "two processes on PostgreSQL vs one (c=64)", "value": 1.2, "limit": 1.8,
