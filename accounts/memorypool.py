@@ -24,7 +24,7 @@ import datetime as dt
 import itertools
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -51,6 +51,11 @@ class Slot:
     balance: Decimal | None
     last_used: dt.datetime | None
     due: float | None = None  # the weighted selection's virtual time
+    # read for every slot of every pick: the model's ``pk`` property looks up its meta each time
+    pk: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.pk = self.account.pk
 
 
 @dataclass
@@ -90,10 +95,10 @@ class MemoryPool(RecordedInDatabase):
         best_key: tuple[Any, ...] = ()
         slots = self._slots.get(provider_id, ())
         for slot in slots:
-            if slot.account.pk in exclude or not pickorder.usable(slot.status, slot.cooldown_until, now):
+            if slot.pk in exclude or not pickorder.usable(slot.status, slot.cooldown_until, now):
                 continue
             account = slot.account
-            key = pickorder.sort_key(strategy, slot.balance, slot.last_used, account.pk, prefer=prefer,
+            key = pickorder.sort_key(strategy, slot.balance, slot.last_used, slot.pk, prefer=prefer,
                                      tier=account.tier, weight=account.weight, due=slot.due)
             if best is None or key < best_key:
                 best, best_key = slot, key
@@ -107,8 +112,8 @@ class MemoryPool(RecordedInDatabase):
             lead = max((s.due for s in slots if s.due is not None), default=None)
             due = best.due = best.account.pick_due = pickorder.next_due(best.due, lead, best.account.weight)
         with self._lock:
-            earlier = self._stamps.get(best.account.pk)
-            self._stamps[best.account.pk] = _Stamp(stamp, due if due is not None else earlier.due if earlier else None)
+            earlier = self._stamps.get(best.pk)
+            self._stamps[best.pk] = _Stamp(stamp, due if due is not None else earlier.due if earlier else None)
         if best.status == Account.COOLING:
             best.status, best.cooldown_until = Account.ACTIVE, None
             try:
@@ -187,7 +192,7 @@ class MemoryPool(RecordedInDatabase):
             self._changes[account_id] = _Change(next(self._generation), status, cooldown_until)
         for slots in self._slots.values():
             for slot in slots:
-                if slot.account.pk == account_id:
+                if slot.pk == account_id:
                     slot.status, slot.cooldown_until = status, cooldown_until
                     return
 
