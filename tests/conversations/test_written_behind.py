@@ -108,6 +108,33 @@ def test_answers_that_arrive_during_a_commit_share_the_next(monkeypatch: pytest.
     assert len(groups) < 20  # shared commits
 
 
+def test_answers_kept_a_few_ms_apart_share_one_commit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A commit waits ``gather`` for the answers that follow the first (a hop and a transaction each
+    would cost more than the rows), and each is read back from this process meanwhile."""
+
+    groups: list[list[str]] = []
+    real = store.save_many
+
+    def counted(entries: list[store.Entry]) -> None:
+        groups.append([e.response_id for e in entries])
+        real(entries)
+
+    monkeypatch.setattr(store, "save_many", counted)
+
+    async def go() -> None:
+        stored = Conversations(gather=0.2)
+        for n in range(5):
+            stored.keep(entry(n))
+            await asyncio.sleep(0.01)  # apart: without the wait, each would be a commit of its own
+            found = await stored.find(f"resp_{n}", 1)
+            assert found is not None and found.response["id"] == f"resp_{n}"
+        assert groups == []  # nothing committed yet: the first still gathers
+        await settled(stored)
+
+    asyncio.run(go())
+    assert groups == [[f"resp_{n}" for n in range(5)]]
+
+
 def test_a_failed_commit_keeps_the_answers_served_and_commits_them_later(monkeypatch: pytest.MonkeyPatch) -> None:
     real = store.save_many
     failures = [RuntimeError("database is locked")]
