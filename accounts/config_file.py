@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from django.db import models, transaction
 from .imports import opening_balance
 from .model_metadata import validate_metadata
 from .pickorder import STRATEGIES
-from .models import PROTOCOL_CHOICES, Account, ApiKey, ModelAlias, Provider
+from .models import PROTOCOL_CHOICES, Account, ApiKey, ModelAlias, Provider, Team
 from .prices import validate_prices
 from .rules import validate_rules
 from .secrets import hash_client_key
@@ -100,9 +101,34 @@ def load(data: dict[str, Any], reset_balances: bool = False) -> LoadReport:
             "daily_token_limit": k.get("daily_token_limit"),
             "max_concurrent_requests": k.get("max_concurrent_requests"),
             **{f: _usd(k.get(f), f"{where}.{f}") for f in ApiKey.USD_BUDGETS},
-            "active": bool(k.get("active", True))})
+            "active": bool(k.get("active", True)), **_key_placement(k, where)})
         report.count("client_keys", created, changed)
     return report
+
+
+def _key_placement(k: dict[str, Any], where: str) -> dict[str, Any]:
+    """A key's ``team`` (by name, made if new) and ``expires_at``, each only where the file names it:
+    a file written before either existed leaves what the admin set."""
+
+    out: dict[str, Any] = {}
+    if "team" in k:
+        name, longest = k["team"], Team._meta.get_field("name").max_length or 0
+        if name == "":
+            out["team"] = None
+        elif not isinstance(name, str) or len(name) > longest:
+            raise ConfigError(f"{where}.team: must be a team's name (up to {longest} characters), or \"\" for none")
+        else:
+            out["team"] = Team.objects.get_or_create(name=name)[0]
+    if "expires_at" in k:
+        when = k["expires_at"]
+        if when == "":
+            out["expires_at"] = None
+        elif not isinstance(when, dt.datetime) or when.tzinfo is None:
+            raise ConfigError(f"{where}.expires_at: must be a TOML date-time with its offset "
+                              "(2027-06-30T00:00:00Z), or \"\" for never")
+        else:
+            out["expires_at"] = when
+    return out
 
 
 def _upsert(model: type[M], lookup: dict[str, Any], values: dict[str, Any]) -> tuple[M, bool, bool]:

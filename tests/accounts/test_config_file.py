@@ -172,3 +172,46 @@ def test_the_model_and_the_database_refuse_an_unknown_selection() -> None:
         provider.full_clean()
     with pytest.raises(IntegrityError), transaction.atomic():
         provider.save()
+
+
+PLACED = CONFIG.replace('usd_budget_month = 40\n', '''usd_budget_month = 40
+team = "platform"
+expires_at = 2027-06-30T12:00:00Z
+''')
+
+
+def test_a_key_is_put_in_its_team_and_given_its_expiry_and_a_rerun_changes_nothing(tmp_path: Path) -> None:
+    import datetime as dt
+
+    from accounts.config_file import load_file
+    from accounts.models import Team
+
+    call_command("loadconfig", write(tmp_path, PLACED))
+    key = ApiKey.objects.select_related("team").get(name="dev")
+    assert key.team is not None and key.team.name == "platform"
+    assert key.expires_at == dt.datetime(2027, 6, 30, 12, tzinfo=dt.timezone.utc)
+    assert not load_file(write(tmp_path, PLACED)).changed  # the team exists now; nothing to write
+    assert Team.objects.count() == 1
+
+
+def test_a_file_that_names_no_team_or_expiry_leaves_the_admins_and_an_empty_one_clears_it(tmp_path: Path) -> None:
+    call_command("loadconfig", write(tmp_path, PLACED))
+    call_command("loadconfig", write(tmp_path, CONFIG))  # written before either existed
+    key = ApiKey.objects.select_related("team").get(name="dev")
+    assert key.team is not None and key.expires_at is not None
+    call_command("loadconfig", write(tmp_path, PLACED.replace('"platform"', '""').replace(
+        "2027-06-30T12:00:00Z", '""')))
+    key.refresh_from_db()
+    assert key.team is None and key.expires_at is None
+
+
+@pytest.mark.parametrize("line, complaint", [
+    ("expires_at = 2027-06-30T12:00:00", r"client_keys\[0\]\.expires_at: .*offset"),  # no offset: whose midnight?
+    ('expires_at = "soon"', r"client_keys\[0\]\.expires_at"),
+    ("team = 7", r"client_keys\[0\]\.team"),
+    (f'team = "{"t" * 101}"', r"client_keys\[0\]\.team: .*100 characters"),
+])
+def test_a_bad_team_or_expiry_is_refused_with_its_place(tmp_path: Path, line: str, complaint: str) -> None:
+    with pytest.raises(CommandError, match=complaint):
+        call_command("loadconfig", write(tmp_path, CONFIG + line + "\n"))
+    assert not ApiKey.objects.exists()  # nothing of a refused file is kept
