@@ -84,7 +84,10 @@ def test_an_id_nobody_holds_is_unknown_after_the_wait() -> None:
     asyncio.run(go())
 
 
-def test_answers_that_arrive_during_a_commit_share_the_next(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def commits(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The ids of each group committed, in order (the commits themselves still happen)."""
+
     groups: list[list[str]] = []
     real = store.save_many
 
@@ -93,6 +96,11 @@ def test_answers_that_arrive_during_a_commit_share_the_next(monkeypatch: pytest.
         real(entries)
 
     monkeypatch.setattr(store, "save_many", counted)
+    return groups
+
+
+def test_answers_that_arrive_during_a_commit_share_the_next(commits: list[list[str]]) -> None:
+    groups = commits
 
     async def go() -> None:
         stored = Conversations()
@@ -108,18 +116,11 @@ def test_answers_that_arrive_during_a_commit_share_the_next(monkeypatch: pytest.
     assert len(groups) < 20  # shared commits
 
 
-def test_answers_kept_a_few_ms_apart_share_one_commit(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_answers_kept_a_few_ms_apart_share_one_commit(commits: list[list[str]]) -> None:
     """A commit waits ``gather`` for the answers that follow the first (a hop and a transaction each
     would cost more than the rows), and each is read back from this process meanwhile."""
 
-    groups: list[list[str]] = []
-    real = store.save_many
-
-    def counted(entries: list[store.Entry]) -> None:
-        groups.append([e.response_id for e in entries])
-        real(entries)
-
-    monkeypatch.setattr(store, "save_many", counted)
+    groups = commits
 
     async def go() -> None:
         stored = Conversations(gather=0.2)
