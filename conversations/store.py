@@ -7,7 +7,6 @@ client key that created the response; another key's id reads as unknown.
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -100,18 +99,7 @@ def save_many(entries: list[Entry]) -> None:
     adapt_time = connection.ops.adapt_datetimefield_value
     rows = [_row(response_id, entry, adapt_time) for (_, response_id), entry in latest.items()]
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.executemany(_upsert(connection.vendor), rows)
-
-
-@functools.cache
-def _upsert(vendor: str) -> str:
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(c) for c in _COLUMNS)
-    replaced = ", ".join(f"{quote(c)} = EXCLUDED.{quote(c)}" for c in _COLUMNS
-                         if c not in ("response_id", "client_key_id"))
-    return (f"INSERT INTO {quote(StoredResponse._meta.db_table)} ({columns}) VALUES "
-            f"({', '.join(['%s'] * len(_COLUMNS))}) ON CONFLICT ({quote('client_key_id')}, {quote('response_id')}) "
-            f"DO UPDATE SET {replaced}")
+        cursor.executemany(_UPSERT, rows)
 
 
 def taken_query(response_id: str, client_key_id: int | None) -> tuple[str, tuple[Any, ...]]:
@@ -127,10 +115,19 @@ def taken_query(response_id: str, client_key_id: int | None) -> tuple[str, tuple
     return _TAKEN, (response_id, client_key_id)
 
 
-# Written once, for any thread: Django's ``connection`` looked up on the event loop's thread cost
-# as much as the read itself. Both databases take the standard quoting.
-_TAKEN = f'SELECT 1 FROM "{StoredResponse._meta.db_table}" WHERE response_id = %s AND client_key_id = %s LIMIT 1'
-_TAKEN_KEYLESS = f'SELECT 1 FROM "{StoredResponse._meta.db_table}" WHERE response_id = %s AND client_key_id IS NULL LIMIT 1'
+def _quoted(name: str) -> str:
+    return f'"{name}"'
+
+
+# The statements, written once for any thread (Django's ``connection``, looked up on the event loop's
+# thread, cost as much as the id check's read itself); both databases take the standard quoting.
+_TABLE = _quoted(StoredResponse._meta.db_table)
+_UPSERT = (f"INSERT INTO {_TABLE} ({', '.join(map(_quoted, _COLUMNS))}) VALUES ({', '.join(['%s'] * len(_COLUMNS))}) "
+           f"ON CONFLICT ({_quoted('client_key_id')}, {_quoted('response_id')}) DO UPDATE SET "
+           + ", ".join(f"{_quoted(c)} = EXCLUDED.{_quoted(c)}" for c in _COLUMNS
+                       if c not in ("response_id", "client_key_id")))
+_TAKEN = f'SELECT 1 FROM {_TABLE} WHERE response_id = %s AND client_key_id = %s LIMIT 1'
+_TAKEN_KEYLESS = f'SELECT 1 FROM {_TABLE} WHERE response_id = %s AND client_key_id IS NULL LIMIT 1'
 
 
 def taken(response_id: str, client_key_id: int | None) -> bool:

@@ -75,10 +75,8 @@ def forwarded(client_headers: Mapping[str, str], query: str, client: str, upstre
     betas = list(dict.fromkeys(required_betas))
     if betas and proto.BETA_HEADER is not None and not same:
         headers[proto.BETA_HEADER] = ",".join(betas)
-    if not query:  # nearly every API call
-        return Forwarded(headers, "")
     query_rules = proto.FORWARDED_QUERY
-    params = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True)
+    params = [(k, v) for k, v in (parse_qsl(query, keep_blank_values=True) if query else ())  # most calls have none
               if k in query_rules and (same or not query_rules[k])]
     return Forwarded(headers, urlencode(params))
 
